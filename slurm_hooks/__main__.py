@@ -1,0 +1,3 @@
+from slurm_hooks.cli import main
+
+raise SystemExit(main())

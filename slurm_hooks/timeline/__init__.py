@@ -1,0 +1,1 @@
+"""Turn a bundle's files into one ordered list of events: prefixes, clocks, scanning, placing."""

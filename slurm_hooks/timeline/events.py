@@ -1,0 +1,275 @@
+"""Events: rule matches in a bundle's files, each placed on the job's UTC clock."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from slurm_hooks.bundle import Bundle
+from slurm_hooks.rules import Rule, RulePack
+from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time, parse_iso
+from slurm_hooks.timeline.prefixes import strip_prefixes
+from slurm_hooks.timeline.scan import MAX_LINE, Hit, Scanner, decode
+
+MAX_EVENTS_PER_RULE = 5000  # per file; a log that repeats a line a million times gets counted, not kept
+MAX_PLACED = 500  # untimed lines placed between their neighbours, per file
+NEIGHBOUR_WINDOW = 1 << 16  # bytes searched each way for a neighbour's timestamp
+TEXT_CHARS = 400
+
+
+@dataclass
+class Event:
+    rule: Rule
+    source: str  # bundle-relative: logs/job.out, kernel/<node>.log
+    line_no: int
+    text: str
+    task: int | None  # srun task label
+    rank: int | None
+    node: str | None
+    time: datetime | None  # UTC, from the line itself
+    fields: dict[str, str] = field(default_factory=dict)
+    lo: datetime | None = None  # untimed lines: the neighbours' stamps
+    hi: datetime | None = None
+
+    @property
+    def family(self) -> str:
+        return self.rule.family
+
+    @property
+    def role(self) -> str:
+        return self.rule.role
+
+    @property
+    def when(self) -> datetime | None:
+        return self.time or self.lo or self.hi
+
+    def field_int(self, name: str) -> int | None:
+        value = self.fields.get(name)
+        return int(value) if value and value.lstrip("-").isdigit() else None
+
+
+@dataclass
+class Timeline:
+    events: list[Event]
+    task_nodes: dict[int, str]
+    world_size: int | None
+    notes: list[str]
+
+
+def expand_tasks(spec: str, limit: int = 100_000) -> list[int]:
+    """srun's compressed task lists: `8,10-11` -> [8, 10, 11]."""
+    out: list[int] = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            continue
+        first, last = int(lo), int(hi or lo)
+        out.extend(range(first, min(last, first + limit) + 1))
+        if len(out) >= limit:
+            break
+    return out
+
+
+class _Collector:
+    def __init__(self, source: str, notes: list[str]) -> None:
+        self.source = source
+        self.notes = notes
+        self.events: list[Event] = []
+        self.dropped: Counter[str] = Counter()
+        self.kept: Counter[str] = Counter()
+
+    def add(self, event: Event) -> None:
+        if self.kept[event.rule.name] >= MAX_EVENTS_PER_RULE:
+            self.dropped[event.rule.name] += 1
+            return
+        self.kept[event.rule.name] += 1
+        self.events.append(event)
+
+    def finish(self) -> list[Event]:
+        for name, count in self.dropped.items():
+            self.notes.append(f"{self.source}: {count} more '{name}' lines counted, not kept")
+        return self.events
+
+
+def _match(rules: list[Rule], line: str, body: str) -> list[tuple[Rule, dict[str, str]]]:
+    found = []
+    for rule in rules:
+        if any(k in line for k in rule.keywords) and (m := rule.regex.search(body)):
+            fields = {k: v for k, v in m.groupdict().items() if v is not None}
+            found.append((rule, {**rule.fields, **fields}))
+    return found
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _scan_log(path: Path, source: str, pack: RulePack, scanner: Scanner, ctx: ClockContext,
+              notes: list[str]) -> list[Event]:
+    rules = [r for r in pack.rules if r.applies_to("log")]
+    out = _Collector(source, notes)
+    hits: dict[int, Hit] = {}
+    for hit in scanner.scan(path, pack.keywords("log")):
+        pre = strip_prefixes(hit.text)
+        matches = _match(rules, hit.text, pre.body)
+        if not matches:
+            continue
+        stamp = log_time(pre.body, ctx)
+        for rule, fields in matches:
+            rank = _int(fields.get("rank"))
+            out.add(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
+                          task=pre.task, rank=rank if rank is not None else pre.global_rank,
+                          node=fields.get("node") or fields.get("host"), time=stamp, fields=fields))
+            hits[hit.line_no] = hit
+    events = out.finish()
+    _place_untimed(path, events, hits, ctx, notes, source)
+    return events
+
+
+def _place_untimed(path: Path, events: list[Event], hits: dict[int, Hit], ctx: ClockContext,
+                   notes: list[str], source: str) -> None:
+    """Give untimed crash, marker and first-symptom lines the stamps of their neighbours.
+
+    The neighbour of the same srun task is preferred (srun forwards each task's stream in
+    order); without one, the nearest stamped line of any task bounds it.
+    """
+    wanted: list[Event] = []
+    first_symptom: set[str] = set()
+    for ev in events:
+        if ev.time is not None:
+            continue
+        if ev.role == "symptom":
+            if ev.family in first_symptom:
+                continue
+            first_symptom.add(ev.family)
+        elif ev.role not in ("primary", "marker"):
+            continue
+        wanted.append(ev)
+    if len(wanted) > MAX_PLACED:
+        notes.append(f"{source}: {len(wanted) - MAX_PLACED} untimed lines left unplaced (ordered by position only)")
+        wanted = wanted[:MAX_PLACED]
+    if not wanted:
+        _carry_position_clock(events)
+        return
+    with open(path, "rb") as fh:
+        for ev in wanted:
+            offset = hits[ev.line_no].offset
+            start = max(0, offset - NEIGHBOUR_WINDOW)
+            fh.seek(start)
+            before = fh.read(offset - start).split(b"\n")
+            if start > 0:
+                before = before[1:]  # cut mid-line
+            fh.seek(offset)
+            fh.readline(MAX_LINE)  # the event's own line
+            after = fh.read(NEIGHBOUR_WINDOW).split(b"\n")[:-1]
+            ev.lo = _nearest_stamp(reversed(before), ev.task, ctx)
+            ev.hi = _nearest_stamp(after, ev.task, ctx)
+    _carry_position_clock(events)
+
+
+def _carry_position_clock(events: list[Event]) -> None:
+    """Every other untimed line takes the time of the nearest earlier (else later) event in its file."""
+    carry: datetime | None = None
+    for ev in events:
+        if ev.when is None:
+            ev.lo = carry
+        carry = ev.when or carry
+    carry = None
+    for ev in reversed(events):
+        if ev.when is None:
+            ev.hi = carry
+        carry = ev.when or carry
+
+
+def _nearest_stamp(lines, task: int | None, ctx: ClockContext) -> datetime | None:
+    fallback = None
+    for raw in lines:
+        pre = strip_prefixes(decode(raw[:MAX_LINE]))
+        stamp = log_time(pre.body, ctx)
+        if stamp is None:
+            continue
+        if task is None or pre.task == task:
+            return stamp
+        fallback = fallback or stamp
+    return fallback
+
+
+def _scan_kernel(node: str, path: Path, pack: RulePack, scanner: Scanner, ctx: ClockContext,
+                 window: tuple[datetime, datetime] | None, notes: list[str]) -> list[Event]:
+    rules = [r for r in pack.rules if r.applies_to("kernel")]
+    source = f"kernel/{path.name}"
+    out = _Collector(source, notes)
+    untimed = outside = 0
+    for hit in scanner.scan(path, pack.keywords("kernel")):
+        stamp, message = kernel_time(hit.text, ctx)
+        matches = _match(rules, hit.text, message)
+        if not matches:
+            continue
+        if stamp is None:
+            untimed += 1
+            continue
+        if window and not window[0] <= stamp <= window[1]:
+            outside += 1
+            continue
+        for rule, fields in matches:
+            out.add(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
+                          task=None, rank=None, node=node, time=stamp, fields=fields))
+    if untimed:
+        notes.append(f"{source}: {untimed} matching lines without a usable time (no boot_time for raw dmesg?)")
+    if outside:
+        notes.append(f"{source}: {outside} matching lines outside the job's time window ignored")
+    return out.finish()
+
+
+def _node_context(bundle: Bundle, node: str, base: ClockContext) -> ClockContext:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    facts = bundle.facts.get(node, {})
+    zone = base.node_zone
+    if facts.get("timezone"):
+        try:
+            zone = ZoneInfo(str(facts["timezone"]))
+        except (ZoneInfoNotFoundError, ValueError):
+            bundle.skipped.append(f"nodes/{node}.json: timezone {facts['timezone']!r} unknown; using UTC")
+    return ClockContext(reference=base.reference, log_zone=base.log_zone, slurm_zone=base.slurm_zone,
+                        node_zone=zone, boot_time=parse_iso(facts.get("boot_time")))
+
+
+def _task_nodes(events: list[Event]) -> dict[int, str]:
+    mapping: dict[int, str] = {}
+    for ev in events:
+        if not ev.node:
+            continue
+        if "tasks" in ev.fields:
+            for task in expand_tasks(ev.fields["tasks"]):
+                mapping.setdefault(task, ev.node)
+        elif ev.source.startswith("logs/") and ev.rank is not None:
+            mapping.setdefault(ev.rank, ev.node)
+    return mapping
+
+
+def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline:
+    job = bundle.job
+    notes = bundle.skipped
+    ctx = ClockContext(reference=job.start or job.end, log_zone=job.log_zone, slurm_zone=job.slurm_zone,
+                       node_zone=timezone.utc)
+    margin = timedelta(seconds=pack.ordering.window_margin_s)
+    window = (job.start - margin, job.end + margin) if job.start and job.end else None
+
+    events: list[Event] = []
+    for path in bundle.logs:
+        events += _scan_log(path, f"logs/{path.name}", pack, scanner, ctx, notes)
+    for node, path in sorted(bundle.kernels.items()):
+        events += _scan_kernel(node, path, pack, scanner, _node_context(bundle, node, ctx), window, notes)
+
+    task_nodes = _task_nodes(events)
+    for ev in events:
+        if ev.node is None and ev.rank is not None:
+            ev.node = task_nodes.get(ev.rank)
+    worlds = [w for ev in events if ev.family == "world_size" and (w := ev.field_int("world"))]
+    sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in events))}
+    floor = datetime.min.replace(tzinfo=timezone.utc)
+    events.sort(key=lambda e: (e.when or floor, sources[e.source], e.line_no))
+    return Timeline(events=events, task_nodes=task_nodes, world_size=max(worlds) if worlds else None, notes=notes)

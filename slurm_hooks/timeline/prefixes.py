@@ -1,0 +1,44 @@
+"""Strip the launcher prefixes that sit in front of a job-log line (log-signatures §6.1)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# srun --label (` 93: `), torchrun --tee (`[default3]:`), c10 (`[rank3]:`), outer to inner.
+_PREFIX = re.compile(
+    r"^(?:\s*(?P<task>\d{1,6}): ?)?(?:\[(?P<role>[A-Za-z_]\w*?)(?P<lrank>\d+)\]:)?(?:\[rank(?P<rank>\d+)\]:)?"
+)
+
+
+@dataclass(frozen=True)
+class Prefixed:
+    task: int | None  # srun task id
+    local_rank: int | None  # torchrun [defaultN]
+    rank: int | None  # c10 [rankN]
+    body: str
+
+    @property
+    def global_rank(self) -> int | None:
+        """The global rank the line speaks for, where the prefixes say it.
+
+        An srun task id is the rank only when no torchrun sits between srun and the workers
+        (with torchrun, srun launches one agent per node and the workers carry [defaultN]).
+        """
+        if self.rank is not None:
+            return self.rank
+        if self.local_rank is None:
+            return self.task
+        return None
+
+
+def strip_prefixes(line: str) -> Prefixed:
+    m = _PREFIX.match(line)
+    assert m is not None  # every part is optional, so the pattern always matches
+    task, lrank, rank = m.group("task"), m.group("lrank"), m.group("rank")
+    return Prefixed(
+        task=int(task) if task is not None else None,
+        local_rank=int(lrank) if lrank is not None else None,
+        rank=int(rank) if rank is not None else None,
+        body=line[m.end():],
+    )
