@@ -164,9 +164,8 @@ def _safe_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
         if count >= MAX_TAR_MEMBERS:
             raise BundleError(f"{tar.name}: more than {MAX_TAR_MEMBERS} members")
         name = Path(member.name)
-        if member.isfile() or member.isdir():
-            if not name.is_absolute() and ".." not in name.parts:
-                yield member
+        if (member.isfile() or member.isdir()) and not name.is_absolute() and ".." not in name.parts:
+            yield member
 
 
 @contextlib.contextmanager

@@ -71,16 +71,21 @@ class _Order:
     def __init__(self, tolerance_s: float) -> None:
         self.tol = timedelta(seconds=tolerance_s)
 
+    @staticmethod
+    def near(a: Event, b: Event, span: timedelta) -> bool:
+        """Within `span` of each other, or in one file with no clock to say otherwise."""
+        if a.when and b.when:
+            return abs(a.when - b.when) <= span
+        return a.source == b.source
+
     def precedes(self, a: Event, b: Event) -> bool | None:
         """True/False when the order is known; None when the clocks cannot separate them."""
         if a.source == b.source:  # one file: position is the order (srun forwards per-task streams in order)
             return a.line_no < b.line_no
-        ta, tb = a.when, b.when
-        if ta is None or tb is None:
-            return None
-        if ta < tb - self.tol:
+        # An untimed line is only known to lie between its neighbours' stamps.
+        if a.latest and b.earliest and a.latest < b.earliest - self.tol:
             return True
-        if tb < ta - self.tol:
+        if b.latest and a.earliest and b.latest < a.earliest - self.tol:
             return False
         return None
 
@@ -101,6 +106,8 @@ class Classifier:
         self.tl = timeline
         self.pack = pack
         self.order = _Order(pack.ordering.simultaneous_s)
+        seen = {e.rank for e in timeline.events if e.rank is not None}
+        self.world = timeline.world_size or (max(seen) + 1 if seen else 0)
 
     # ------------------------------------------------------------------ roles
     def _is_primary(self, ev: Event) -> bool:
@@ -130,7 +137,7 @@ class Classifier:
             fault = node_fail
         if fault is not None:
             if fault.family == "segfault":
-                return self._segfault(fault, first_symptom)
+                return self._segfault(fault, first_symptom, symptoms)
             return self._slurm_or_hw(fault, symptoms)
         if first_symptom is not None:
             return self._symptom(first_symptom, symptoms)
@@ -166,23 +173,24 @@ class Classifier:
                 return e.rank == rank
             if node and e.node and e.node != node:
                 return False
-            if e.when and fault.when and abs(e.when - fault.when) > merge:
-                return False
-            return node is None or e.node == node or e.source == fault.source
+            return self.order.near(e, fault, merge) and (node is None or e.node == node or e.source == fault.source)
 
         sightings = [e for e in self.tl.events if e is fault or same_crash(e)]
         # Fill rank and node from whichever sighting names them (dump, launcher line, kernel line).
         rank = next((e.rank for e in sightings if e.rank is not None), None)
         node = next((e.node for e in sightings if e.node), None) or self._node_of_rank(rank)
-        frames = self._frames_of(sightings)
+        frames = self._following(sightings, "checkpoint_frame")
+        if rank is None:  # torchrun's failure summary names the global rank a few lines later
+            rank = next((e.rank for e in self._following(sightings, "torchrun_rank")), None)
         save_start = next((s for e in sightings if (s := self._open_save(e))), None)
         return _Crash(fault, sightings, frames, save_start, rank, node)
 
-    def _frames_of(self, sightings: list[Event]) -> list[Event]:
+    def _following(self, sightings: list[Event], family: str) -> list[Event]:
+        """Events of `family` printed shortly after a sighting, in the same task's stream."""
         span = self.pack.ordering.frame_lines
         out = []
         for ev in self.tl.events:
-            if ev.family != "checkpoint_frame":
+            if ev.family != family:
                 continue
             for s in sightings:
                 if s.source == ev.source and s.task == ev.task and 0 < ev.line_no - s.line_no <= span:
@@ -197,13 +205,19 @@ class Classifier:
             if m.family not in ("checkpoint_start", "checkpoint_end"):
                 continue
             before = self.order.precedes(m, crash)
-            if before or (before is None and m.family == "checkpoint_start" and m.source != crash.source):
-                if latest is None or self.order.precedes(latest, m) is not False:
-                    latest = m
+            # A save that starts too close to the crash for the clocks to order still counts as open.
+            opened = before or (before is None and m.family == "checkpoint_start" and m.source != crash.source)
+            if opened and (latest is None or self.order.precedes(latest, m) is not False):
+                latest = m
         return latest if latest is not None and latest.family == "checkpoint_start" else None
 
-    def _segfault(self, fault: Event, first_symptom: Event | None) -> Diagnosis:
+    def _segfault(self, fault: Event, first_symptom: Event | None, symptoms: list[Event]) -> Diagnosis:
         crash = self._collect_crash(fault)
+        if crash.rank is None:
+            # A forked writer dies without a rank; its parent rank is the one that never reports the timeout.
+            silent_node, silent_rank, _ = self._silent_ranks(symptoms)
+            if silent_rank is not None and crash.node in (None, silent_node):
+                crash.rank, crash.node = silent_rank, silent_node
         facts = self._facts(crash.node)
         in_save = crash.save_start is not None
         crc = [f for f in crash.frames if f.rule.name == "crc_chain_frame"]
@@ -231,7 +245,13 @@ class Classifier:
     # --------------------------------------------------- hardware and Slurm
     def _slurm_or_hw(self, fault: Event, symptoms: list[Event]) -> Diagnosis:
         label = _FAMILY_LABEL.get(fault.family, "unknown")
-        node = fault.node or (fault.fields.get("on") if fault.family == "node_fail" else None)
+        merge = timedelta(seconds=self.pack.ordering.crash_merge_s)
+        related = [e for e in self.tl.events if e is not fault and e.family == fault.family and self._is_primary(e)
+                   and self.order.near(e, fault, merge)]
+        sightings = [fault, *related]
+        node = next((e.node for e in sightings if e.node), None)
+        if fault.family == "node_fail":
+            node = next((e.node for e in sightings if e.rule.name == "srun_node_failure"), node)
         details: dict[str, Any] = {}
         what = fault.family.replace("_", " ")
         if fault.family == "xid":
@@ -242,17 +262,14 @@ class Classifier:
             what = "IB/RoCE/NVLink link failure" + (f" on {dev}" if dev else "")
         elif fault.family == "oom":
             what = "OOM kill" + (f" of {fault.fields['comm']}" if fault.fields.get("comm") else "")
-        rank = fault.rank if label not in ("fabric_error", "gpu_xid") else None
-        if fault.family == "oom" and "tasks" in fault.fields:
-            rank = int(fault.fields["tasks"].split(",")[0].split("-")[0])
+        # A link or a GPU is not a rank; an OOM kill or a crash is.
+        rank = None if label in ("fabric_error", "gpu_xid") else next(
+            (e.rank for e in sightings if e.rank is not None), None)
         first_symptom = symptoms[0] if symptoms else None
         summary = f"{what} at {_iso(fault.when) or 'an unknown time'}" + (f" on {node}" if node else "")
         if after := self._symptom_summary(first_symptom):
             summary += f"; afterwards {after}"
-        merge = timedelta(seconds=self.pack.ordering.crash_merge_s)
-        related = [e for e in self.tl.events if e is not fault and e.family == fault.family and self._is_primary(e)
-                   and e.when and fault.when and abs(e.when - fault.when) <= merge]
-        evidence = [fault, *related[:6], *([first_symptom] if first_symptom else [])]
+        evidence = [*sightings[:6], *([first_symptom] if first_symptom else [])]
         return self._result(label, fault, evidence, node=node, rank=rank, summary=summary, details=details)
 
     # --------------------------------------------------------------- symptoms
@@ -279,8 +296,7 @@ class Classifier:
 
     def _silent_ranks(self, symptoms: list[Event]) -> tuple[str | None, int | None, dict[str, Any]]:
         reporters = {e.rank for e in symptoms if e.family == "nccl_timeout" and e.rank is not None}
-        seen = {e.rank for e in self.tl.events if e.rank is not None}
-        world = self.tl.world_size or (max(seen) + 1 if seen else 0)
+        world = self.world
         silent = sorted(set(range(world)) - reporters) if reporters else []
         details: dict[str, Any] = {"world_size": world, "reporting_ranks": len(reporters), "silent_ranks": silent}
         if not silent or len(silent) == world:
@@ -309,13 +325,15 @@ class Classifier:
         dcode, dsig = job.derived_status
         if label is None and (139 in (code, dcode) or 11 in (sig, dsig)):
             label = "app_segfault"
-            summary = f"exit code {job.exit_code or '?'} (derived {job.derived_exit_code or '?'}) says SIGSEGV; no log evidence names the rank"
+            summary = (f"exit code {job.exit_code or '?'} (derived {job.derived_exit_code or '?'}) says SIGSEGV; "
+                       "no log evidence names the rank")
         elif label is None and job.state == "COMPLETED" and (code, sig) == (0, 0):
             label = "success"
             summary = "Slurm reports COMPLETED with exit 0 and no failure signature was found"
         elif label is None:
             label = "unknown"
-            summary = f"job ended {job.state or 'in an unknown state'} (exit {job.exit_code or '?'}); no known failure signature found"
+            summary = (f"job ended {job.state or 'in an unknown state'} (exit {job.exit_code or '?'}); "
+                       "no known failure signature found")
         else:
             summary = f"Slurm ended the job: {job.state} with nothing earlier in the logs"
         first = {"time": _iso(job.end), "kind": label, "node": None, "rank": None, "source": "job.json",
@@ -326,9 +344,9 @@ class Classifier:
     def _node_of_rank(self, rank: int | None) -> str | None:
         if rank is None:
             return None
-        if node := self.tl.task_nodes.get(rank):
+        if self.tl.tasks_are_ranks and (node := self.tl.task_nodes.get(rank)):
             return node
-        nodes, world = self.bundle.job.nodes, self.tl.world_size
+        nodes, world = self.bundle.job.nodes, self.world
         if nodes and world and world % len(nodes) == 0 and rank < world:
             return nodes[rank // (world // len(nodes))]  # srun's default block distribution
         return None
@@ -348,12 +366,12 @@ class Classifier:
         facts = self._facts(node)
         if label == "success" and not summary:
             summary = "Slurm reports COMPLETED 0:0; nothing failed"
-        uniq = list(dict.fromkeys(id(e) for e in evidence))
-        by_id = {id(e): e for e in evidence}
-        ordered = sorted((by_id[i] for i in uniq), key=lambda e: (e.when or _FLOOR, e.source, e.line_no))
+        unique = {id(e): e for e in evidence}.values()
+        ordered = sorted(unique, key=lambda e: (e.when or _FLOOR, e.source, e.line_no))
         values = defaultdict(lambda: "unknown", {
             "node": node or "the node", "rank": rank if rank is not None else "?",
-            "driver": facts.get("driver_version") or "unknown", "cuda_driver": facts.get("cuda_driver_version") or "unknown",
+            "driver": facts.get("driver_version") or "unknown",
+            "cuda_driver": facts.get("cuda_driver_version") or "unknown",
             "cdmm": facts.get("cdmm") or "unknown", "ncore": facts.get("ncore_version") or "unknown",
             "gpu_model": facts.get("gpu_model") or "unknown", "state": self.bundle.job.state or "unknown",
             "xid": (details or {}).get("xid", "?")})
@@ -367,7 +385,7 @@ class Classifier:
 
 def _fault_record(ev: Event) -> dict[str, Any]:
     rec = event_record(ev)
-    return {k: rec[k] for k in ("time", "kind", "node", "rank", "source", "line")}
+    return {k: rec[k] for k in ("time", "time_exact", "kind", "node", "rank", "source", "line")}
 
 
 def _who(rank: int | None, node: str | None) -> str:

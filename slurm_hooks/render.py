@@ -9,20 +9,27 @@ from slurm_hooks.diagnose import Diagnosis
 _FACT_KEYS = ("node", "gpu_model", "driver_version", "cuda_driver_version", "cdmm", "ncore_version", "arch")
 
 
+def _time(record: dict) -> str:
+    """`~` marks a line without its own stamp, placed by its neighbours."""
+    if not record.get("time"):
+        return "?"
+    return record["time"] if record.get("time_exact", True) else f"~{record['time']}"
+
+
 def to_text(d: Diagnosis, width: int = 100) -> str:
     out = [f"job {d.job_id}: {d.label}", "", *textwrap.wrap(d.summary, width)]
     if d.root_node or d.root_rank is not None:
         out.append(f"root: node {d.root_node or '?'}, rank {d.root_rank if d.root_rank is not None else '?'}")
     if d.first_fault:
         ff = d.first_fault
-        out += ["", f"first fault: {ff['kind']} at {ff['time'] or 'unknown time'} ({ff['source']})",
+        out += ["", f"first fault: {ff['kind']} at {_time(ff)} ({ff['source']})",
                 f"  {ff['line'][:width]}"]
     if d.facts:
         out += ["", "node facts: " + ", ".join(f"{k}={d.facts[k]}" for k in _FACT_KEYS if d.facts.get(k))]
     if d.evidence:
         out += ["", "evidence (in order):"]
         for ev in d.evidence:
-            out.append(f"  {ev['time'] or '?':<27} {ev['source']:<26} {ev['line'][:width - 56]}")
+            out.append(f"  {_time(ev):<28} {ev['source']:<26} {ev['line'][:width - 57]}")
     if d.advice:
         out += ["", "what to do:"]
         for i, line in enumerate(d.advice, 1):

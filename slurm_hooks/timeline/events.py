@@ -30,6 +30,7 @@ class Event:
     node: str | None
     time: datetime | None  # UTC, from the line itself
     fields: dict[str, str] = field(default_factory=dict)
+    local_rank: int | None = None  # torchrun [defaultN]
     lo: datetime | None = None  # untimed lines: the neighbours' stamps
     hi: datetime | None = None
 
@@ -45,6 +46,14 @@ class Event:
     def when(self) -> datetime | None:
         return self.time or self.lo or self.hi
 
+    @property
+    def earliest(self) -> datetime | None:
+        return self.time or self.lo
+
+    @property
+    def latest(self) -> datetime | None:
+        return self.time or self.hi
+
     def field_int(self, name: str) -> int | None:
         value = self.fields.get(name)
         return int(value) if value and value.lstrip("-").isdigit() else None
@@ -53,9 +62,10 @@ class Event:
 @dataclass
 class Timeline:
     events: list[Event]
-    task_nodes: dict[int, str]
+    task_nodes: dict[int, str]  # srun task id -> node
     world_size: int | None
     notes: list[str]
+    tasks_are_ranks: bool = True  # False under torchrun: srun then runs one agent task per node
 
 
 def expand_tasks(spec: str, limit: int = 100_000) -> list[int]:
@@ -120,7 +130,8 @@ def _scan_log(path: Path, source: str, pack: RulePack, scanner: Scanner, ctx: Cl
         for rule, fields in matches:
             rank = _int(fields.get("rank"))
             out.add(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
-                          task=pre.task, rank=rank if rank is not None else pre.global_rank,
+                          task=pre.task, local_rank=pre.local_rank,
+                          rank=rank if rank is not None else pre.rank,
                           node=fields.get("node") or fields.get("host"), time=stamp, fields=fields))
             hits[hit.line_no] = hit
     events = out.finish()
@@ -238,15 +249,16 @@ def _node_context(bundle: Bundle, node: str, base: ClockContext) -> ClockContext
 
 
 def _task_nodes(events: list[Event]) -> dict[int, str]:
+    """srun task -> node, from `srun: error: NODE: tasks 8,10-11: …` and labelled `host:pid:tid` lines."""
     mapping: dict[int, str] = {}
     for ev in events:
-        if not ev.node:
+        if not ev.node or not ev.source.startswith("logs/"):
             continue
         if "tasks" in ev.fields:
             for task in expand_tasks(ev.fields["tasks"]):
                 mapping.setdefault(task, ev.node)
-        elif ev.source.startswith("logs/") and ev.rank is not None:
-            mapping.setdefault(ev.rank, ev.node)
+        elif ev.task is not None:
+            mapping.setdefault(ev.task, ev.node)
     return mapping
 
 
@@ -265,11 +277,17 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline
         events += _scan_kernel(node, path, pack, scanner, _node_context(bundle, node, ctx), window, notes)
 
     task_nodes = _task_nodes(events)
+    # Under torchrun srun runs one agent per node, so a task id is a node index, not a rank.
+    tasks_are_ranks = not any(ev.local_rank is not None for ev in events)
     for ev in events:
-        if ev.node is None and ev.rank is not None:
-            ev.node = task_nodes.get(ev.rank)
+        if ev.node is None and ev.task is not None:
+            ev.node = task_nodes.get(ev.task)
+        if ev.rank is None and tasks_are_ranks:
+            tasks = expand_tasks(ev.fields["tasks"], limit=2) if "tasks" in ev.fields else []
+            ev.rank = tasks[0] if len(tasks) == 1 else ev.task
     worlds = [w for ev in events if ev.family == "world_size" and (w := ev.field_int("world"))]
     sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in events))}
     floor = datetime.min.replace(tzinfo=timezone.utc)
     events.sort(key=lambda e: (e.when or floor, sources[e.source], e.line_no))
-    return Timeline(events=events, task_nodes=task_nodes, world_size=max(worlds) if worlds else None, notes=notes)
+    return Timeline(events=events, task_nodes=task_nodes, world_size=max(worlds) if worlds else None, notes=notes,
+                    tasks_are_ranks=tasks_are_ranks)

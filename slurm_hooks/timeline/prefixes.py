@@ -18,19 +18,6 @@ class Prefixed:
     rank: int | None  # c10 [rankN]
     body: str
 
-    @property
-    def global_rank(self) -> int | None:
-        """The global rank the line speaks for, where the prefixes say it.
-
-        An srun task id is the rank only when no torchrun sits between srun and the workers
-        (with torchrun, srun launches one agent per node and the workers carry [defaultN]).
-        """
-        if self.rank is not None:
-            return self.rank
-        if self.local_rank is None:
-            return self.task
-        return None
-
 
 def strip_prefixes(line: str) -> Prefixed:
     m = _PREFIX.match(line)

@@ -65,7 +65,7 @@ class RipgrepScanner:
 
     def scan(self, path: Path, keywords: list[str]) -> Iterator[Hit]:
         cmd = [self.rg, "--no-config", "--text", "--fixed-strings", "--line-number", "--byte-offset",
-               "--no-filename", "--no-heading", "--color=never", f"--max-columns={MAX_LINE}",
+               "--no-filename", "--no-heading", "--color=never", "--no-mmap", f"--max-columns={MAX_LINE}",
                "--max-columns-preview"]
         for kw in keywords:
             cmd += ["-e", kw]

@@ -1,0 +1,41 @@
+# slurm-hooks: `make demo` and `make test` work on a fresh clone (they create .venv themselves).
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
+
+.PHONY: venv demo test test-unit lint bench cluster-up cluster-down clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(STAMP)
+
+demo: venv  ## diagnose the embedded headline example
+	$(BIN)/slurm-hooks diagnose $(DEMO)
+
+test-unit: venv  ## everything that needs no Slurm daemons
+	$(BIN)/pytest -q -m "not slurm"
+
+test: venv  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
+	$(MAKE) cluster-up
+	$(BIN)/pytest -q; rc=$$?; $(MAKE) cluster-down; exit $$rc
+
+lint: venv
+	$(BIN)/ruff check slurm_hooks tests bench
+
+bench: venv  ## speed claims, as ratios against baselines measured in the same run
+	$(BIN)/python bench/scan_throughput.py
+
+cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks
+	deploy/dev-cluster/cluster-up.sh
+
+cluster-down:
+	deploy/dev-cluster/cluster-down.sh
+
+clean:
+	rm -rf $(VENV) bench/out

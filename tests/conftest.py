@@ -1,0 +1,36 @@
+"""Shared test helpers: where the bundles live, and a tiny bundle writer for generated cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slurm_hooks.rules import RulePack, load_rule_pack
+
+TESTS = Path(__file__).parent
+BUNDLES = TESTS / "bundles"
+SCENARIOS = TESTS.parent.parent / "shared" / "scenarios"
+
+
+@pytest.fixture(scope="session")
+def pack() -> RulePack:
+    return load_rule_pack()
+
+
+def write_bundle(root: Path, job: dict, logs: dict[str, str | bytes], facts: list[dict] = (),
+                 kernel: dict[str, str] | None = None) -> Path:
+    (root / "logs").mkdir(parents=True, exist_ok=True)
+    (root / "nodes").mkdir(exist_ok=True)
+    (root / "job.json").write_text(json.dumps(job))
+    for name, body in logs.items():
+        path = root / "logs" / name
+        path.write_bytes(body if isinstance(body, bytes) else body.encode())
+    for f in facts:
+        (root / "nodes" / f"{f['node']}.json").write_text(json.dumps(f))
+    if kernel:
+        (root / "kernel").mkdir(exist_ok=True)
+        for node, body in kernel.items():
+            (root / "kernel" / f"{node}.log").write_text(body)
+    return root

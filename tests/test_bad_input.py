@@ -1,0 +1,99 @@
+"""Broken bundles still get a diagnosis (listing what was skipped) or one clear line naming the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from slurm_hooks.bundle import load_bundle
+from slurm_hooks.diagnose import diagnose
+from tests.conftest import write_bundle
+
+JOB = {"job_id": "42", "state": "FAILED", "exit_code": "139:0", "start_time": "2026-01-05T10:00:00+00:00",
+       "end_time": "2026-01-05T11:00:00+00:00", "nodes": ["n1"]}
+CRASH = "0: [2026-01-05 10:30:00] saving checkpoint at iteration 10\n0: !!!!!!! Segfault encountered !!!!!!!\n"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "slurm_hooks", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(("name", "body"), [
+    ("empty.out", b""),
+    ("binary.out", os.urandom(64 * 1024)),
+    ("latin1.out", "caf\xe9 na\xefve\n".encode("latin-1") * 100),
+    ("truncated.out", b"0: [rank0]:[E105 10:40:00.1 ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective op"),
+])
+def test_odd_log_files_do_not_stop_the_diagnosis(tmp_path: Path, pack, name: str, body: bytes) -> None:
+    root = write_bundle(tmp_path / "b", JOB, {"job.out": CRASH, name: body})
+    got = diagnose(load_bundle(root), pack)
+    assert got.label == "checkpoint_segfault" and got.root_rank == 0
+
+
+def test_missing_and_malformed_parts_are_listed(tmp_path: Path, pack) -> None:
+    root = write_bundle(tmp_path / "b", JOB, {"job.out": CRASH})
+    (root / "job.json").write_text("{not json")
+    (root / "nodes" / "n1.json").write_text("[1, 2]")
+    (root / "logs" / "planted").symlink_to("/etc/shadow")
+    got = diagnose(load_bundle(root), pack)
+    assert got.label == "checkpoint_segfault"
+    assert got.job_id == "unknown"
+    joined = "\n".join(got.skipped)
+    assert "job.json: not valid JSON" in joined
+    assert "n1.json: not a JSON object" in joined
+    assert "logs/planted: not a regular file" in joined
+
+
+def test_bundle_without_anything_is_unknown(tmp_path: Path, pack) -> None:
+    (tmp_path / "b").mkdir()
+    got = diagnose(load_bundle(tmp_path / "b"), pack)
+    assert got.label == "unknown" and "logs/: no job log files" in got.skipped
+
+
+def test_cli_errors_are_one_line_naming_the_file(tmp_path: Path) -> None:
+    missing = cli("diagnose", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "nope" in missing.stderr
+    garbage = tmp_path / "b.tar.gz"
+    garbage.write_bytes(b"\x1f\x8b not really gzip")
+    bad = cli("diagnose", str(garbage))
+    assert bad.returncode == 2 and "b.tar.gz" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_tarball_bundle_with_escaping_members(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "5512093", JOB, {"job.out": CRASH})
+    tgz = tmp_path / "support.tar.gz"
+    evil = tmp_path / "evil.txt"
+    evil.write_text("owned")
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(root, arcname="5512093")
+        tar.add(evil, arcname="../evil-outside.txt")
+        link = tarfile.TarInfo("5512093/logs/link.out")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/shadow"
+        tar.addfile(link)
+    out = cli("diagnose", "--json", str(tgz))
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["label"] == "checkpoint_segfault" and got["job_id"] == "42"
+    assert not (tmp_path.parent / "evil-outside.txt").exists()
+
+
+def test_100mb_single_line_keeps_memory_bounded(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", JOB, {"job.out": CRASH})
+    with open(root / "logs" / "huge.out", "wb") as fh:
+        chunk = b"Watchdog caught " + b"z" * (1 << 20)
+        for _ in range(100):
+            fh.write(chunk)  # 100 MiB, one line, no newline, and it matches a keyword
+    code = ("import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", code, "diagnose", "--json", str(root)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["label"] == "checkpoint_segfault"
+    peak_kib = int(out.stderr.strip().splitlines()[-1])
+    assert peak_kib < 100 * 1024, f"peak RSS {peak_kib} KiB"
