@@ -32,6 +32,63 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _facts(args: argparse.Namespace) -> int:
+    import json
+
+    from slurm_hooks.config import Config, ConfigError, load_config
+    from slurm_hooks.facts import collect_facts
+    from slurm_hooks.facts.gpu import NvmlQuery
+
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        print(f"slurm-hooks: {exc}; using defaults", file=sys.stderr)
+        config = Config()
+    if args.host_root:
+        from dataclasses import replace
+
+        config = replace(config, host_root=args.host_root)
+    facts = collect_facts(config, NvmlQuery(config.budgets.nvml_call_s))
+    if args.json:
+        print(json.dumps(facts, indent=2))
+    else:
+        for key, value in facts.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def _prolog(_args: argparse.Namespace) -> int:
+    from slurm_hooks.hooks import prolog
+
+    return prolog.main()
+
+
+def _task_prolog(args: argparse.Namespace) -> int:
+    from slurm_hooks.hooks import task_prolog
+
+    return task_prolog.main(args.state_dir)
+
+
+def _epilog(_args: argparse.Namespace) -> int:
+    from slurm_hooks.hooks import epilog
+
+    return epilog.main()
+
+
+def _install_hooks(args: argparse.Namespace) -> int:
+    from slurm_hooks.config import ConfigError, load_config
+    from slurm_hooks.install import install_hooks
+
+    try:
+        config = load_config(Path(args.config) if args.config else None)
+    except ConfigError as exc:
+        print(f"slurm-hooks: {exc}", file=sys.stderr)
+        return 2
+    for path in install_hooks(Path(args.dest), args.python or sys.executable, config, args.config):
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slurm-hooks", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -42,6 +99,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", action="append", default=[], metavar="FILE",
                    help="extra rule-pack YAML that adds or overrides rules (repeatable)")
     p.set_defaults(func=_diagnose)
+
+    p = sub.add_parser("facts", help="this node's GPU stack: driver, CUDA, CDMM, ncore, GPU model")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--host-root", help="read /proc and /sys under this directory (overrides the config)")
+    p.set_defaults(func=_facts)
+
+    p = sub.add_parser("prolog", help="Slurm Prolog: record node facts for the job (always exits 0)")
+    p.set_defaults(func=_prolog)
+
+    p = sub.add_parser("task-prolog", help="Slurm TaskProlog: print the job's SLURM_HOOKS_* exports")
+    p.add_argument("--state-dir", help="default /run/slurm-hooks")
+    p.set_defaults(func=_task_prolog)
+
+    p = sub.add_parser("epilog", help="Slurm Epilog (always exits 0)")
+    p.set_defaults(func=_epilog)
+
+    p = sub.add_parser("install-hooks", help="write the hook scripts slurm.conf points at")
+    p.add_argument("--dest", default="/etc/slurm/hooks")
+    p.add_argument("--python", help="interpreter of the slurm-hooks install (default: this one)")
+    p.add_argument("--config", help="config file the hooks should use (default: $SLURM_HOOKS_CONFIG or /etc/...)")
+    p.set_defaults(func=_install_hooks)
     return parser
 
 

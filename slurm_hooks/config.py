@@ -1,0 +1,159 @@
+"""One YAML file -> frozen dataclasses, validated on load; errors name the file, the key and what was expected.
+
+Path: $SLURM_HOOKS_CONFIG, else /etc/slurm-hooks/config.yaml. A missing default file means
+all defaults; a file that exists but is wrong is an error (hooks log it and carry on with defaults).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PATH = "/etc/slurm-hooks/config.yaml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class NcoreSource:
+    """Where the ncore (CoreWeave node image) version comes from; sources are tried in order."""
+
+    type: str  # file | env | command
+    path: str = ""  # file: first non-empty line (under host_root)
+    name: str = ""  # env: variable name
+    argv: tuple[str, ...] = ()  # command: argv, no shell; first line of stdout
+
+
+@dataclass(frozen=True)
+class Budgets:
+    prolog_s: float = 10.0  # whole Prolog; Slurm drains the node if it hangs
+    nvml_call_s: float = 2.0  # each NVML call (NVML can hang on a sick GPU)
+    command_s: float = 3.0  # each subprocess (ncore command, sacctmgr, journalctl)
+    epilog_s: float = 30.0  # whole Epilog
+
+
+@dataclass(frozen=True)
+class Annotation:
+    field: str = "admin_comment"  # admin_comment | comment
+    mode: str = "all"  # all | failures | shadow (diagnose and keep, never annotate)
+
+
+@dataclass(frozen=True)
+class Config:
+    host_root: str = "/"  # where the host's /proc and /sys are seen (SUNK: slurmd runs in a pod)
+    state_dir: str = "/run/slurm-hooks"  # per-job node facts for the TaskProlog
+    spool_dir: str = "/var/spool/slurm-hooks"  # bundles, diagnoses, annotation outbox
+    log_file: str = "/var/log/slurm-hooks.log"  # JSON lines; "" = stderr
+    ncore_sources: tuple[NcoreSource, ...] = (NcoreSource(type="env", name="NCORE_VERSION"),)
+    budgets: Budgets = field(default_factory=Budgets)
+    annotation: Annotation = field(default_factory=Annotation)
+    rule_files: tuple[str, ...] = ()
+    retention_days: int = 30  # spool bundles older than this are removed
+    spool_max_mb: int = 2048  # and the oldest go first past this size
+    max_log_read_mb: int = 64  # tail of each job log copied into a bundle
+    source: str = "(defaults)"
+
+
+_CHOICES = {"annotation.field": ("admin_comment", "comment"), "annotation.mode": ("all", "failures", "shadow"),
+            "ncore_sources.type": ("file", "env", "command")}
+
+
+def _check_keys(doc: dict[str, Any], cls: type, where: str, prefix: str) -> None:
+    known = {f.name for f in fields(cls)} - {"source"}
+    for key in doc:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key '{prefix}{key}' (known: {', '.join(sorted(known))})")
+
+
+def _scalar(value: Any, expected: type, where: str, key: str) -> Any:
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+        raise ConfigError(f"{where}: key '{key}' must be {expected.__name__}, got {value!r}")
+    choices = _CHOICES.get(key)
+    if choices and value not in choices:
+        raise ConfigError(f"{where}: key '{key}' must be one of {', '.join(choices)}, got {value!r}")
+    if expected in (int, float) and value < 0:
+        raise ConfigError(f"{where}: key '{key}' must not be negative, got {value!r}")
+    return value
+
+
+def _section(doc: Any, cls: type, where: str, prefix: str) -> Any:
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: key '{prefix.rstrip('.')}' must be a mapping")
+    _check_keys(doc, cls, where, prefix)
+    defaults = cls()
+    values = {k: _scalar(v, type(getattr(defaults, k)), where, prefix + k) for k, v in doc.items()}
+    return cls(**values)
+
+
+def _ncore(items: Any, where: str) -> tuple[NcoreSource, ...]:
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}: key 'ncore_sources' must be a list")
+    out = []
+    for i, item in enumerate(items):
+        key = f"ncore_sources[{i}]"
+        if not isinstance(item, dict) or "type" not in item:
+            raise ConfigError(f"{where}: key '{key}' must be a mapping with a 'type'")
+        _check_keys(item, NcoreSource, where, f"{key}.")
+        kind = _scalar(item["type"], str, where, "ncore_sources.type")
+        need = {"file": "path", "env": "name", "command": "argv"}[kind]
+        if not item.get(need):
+            raise ConfigError(f"{where}: key '{key}.{need}' is required for type {kind}")
+        argv = item.get("argv", [])
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise ConfigError(f"{where}: key '{key}.argv' must be a list of strings")
+        out.append(NcoreSource(type=kind, path=str(item.get("path", "")), name=str(item.get("name", "")),
+                               argv=tuple(argv)))
+    return tuple(out)
+
+
+def parse_config(text: str, where: str) -> Config:
+    import yaml  # deferred: ~25 ms, and the TaskProlog path never needs it
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML: {exc}") from None
+    if doc is None:
+        return Config(source=where)
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: top level must be a mapping of keys to values")
+    _check_keys(doc, Config, where, "")
+    values: dict[str, Any] = {"source": where}
+    for key, value in doc.items():
+        if key == "budgets":
+            values[key] = _section(value, Budgets, where, "budgets.")
+        elif key == "annotation":
+            values[key] = _section(value, Annotation, where, "annotation.")
+        elif key == "ncore_sources":
+            values[key] = _ncore(value, where)
+        elif key == "rule_files":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: key 'rule_files' must be a list of paths")
+            values[key] = tuple(value)
+        else:
+            values[key] = _scalar(value, type(getattr(Config(), key)), where, key)
+    return Config(**values)
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("SLURM_HOOKS_CONFIG") or DEFAULT_PATH)
+
+
+def load_config(path: Path | None = None) -> Config:
+    """The configuration; a missing file at the default path means defaults."""
+    path = path or config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if str(path) == DEFAULT_PATH:
+            return Config()
+        raise ConfigError(f"{path}: configuration file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read configuration ({exc.strerror})") from None
+    return parse_config(text, str(path))

@@ -1,0 +1,52 @@
+"""Host identity: node name, arch, kernel, time zone and boot time (for dmesg's seconds-since-boot)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+from slurm_hooks.safeio import read_small
+
+
+def node_name() -> str:
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
+def kernel_release(host_root: str) -> str:
+    try:
+        return read_small(Path(host_root) / "proc/sys/kernel/osrelease", 256).strip() or os.uname().release
+    except OSError:
+        return os.uname().release
+
+
+def boot_time(host_root: str, errors: list[str]) -> str | None:
+    path = Path(host_root) / "proc/stat"
+    try:
+        for line in read_small(path, 1 << 20).splitlines():
+            if line.startswith("btime "):
+                return datetime.fromtimestamp(int(line.split()[1]), timezone.utc).isoformat()
+        errors.append(f"{path}: no btime line")
+    except (OSError, ValueError) as exc:
+        errors.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
+    return None
+
+
+def timezone_name(host_root: str, errors: list[str]) -> str | None:
+    """The host's IANA zone: /etc/timezone (Debian), else where /etc/localtime points."""
+    root = Path(host_root)
+    try:
+        name = read_small(root / "etc/timezone", 256).strip()
+        if name:
+            return name
+    except OSError:
+        pass
+    try:
+        target = os.readlink(root / "etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    errors.append(f"{root / 'etc/timezone'}, {root / 'etc/localtime'}: no time zone found; assuming UTC")
+    return "UTC"

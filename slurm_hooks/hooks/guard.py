@@ -1,0 +1,43 @@
+"""The rule every hook keeps: never drain the node. Bounded time, exit 0 on internal failure, log why."""
+
+from __future__ import annotations
+
+import os
+import signal
+import traceback
+from collections.abc import Callable
+from types import FrameType
+
+from slurm_hooks.config import Config, ConfigError, load_config
+from slurm_hooks.hooklog import HookLog
+
+
+def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, HookLog]:
+    """A broken config must not stop the hook: log it once and go on with defaults."""
+    try:
+        config = load_config()
+        return config, HookLog(config.log_file, hook, job_id)
+    except ConfigError as exc:
+        config = Config()
+        log = HookLog(config.log_file, hook, job_id)
+        log.error("config_invalid", error=str(exc), using="defaults")
+        return config, log
+
+
+def run_guarded(log: HookLog, budget_s: float, body: Callable[[], None]) -> int:
+    """Run `body`; whatever happens, return 0 within `budget_s` seconds."""
+
+    def out_of_time(_sig: int, _frame: FrameType | None) -> None:
+        log.error("budget_exceeded", budget_s=budget_s)
+        os._exit(0)  # a hung C call (NVML, a dead NFS) cannot be unwound; leave now, node stays up
+
+    signal.signal(signal.SIGALRM, out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, max(budget_s, 0.1))
+    try:
+        body()
+    except Exception as exc:
+        log.error("hook_failed", error=f"{type(exc).__name__}: {exc}",
+                  where=traceback.extract_tb(exc.__traceback__)[-1].name if exc.__traceback__ else None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    return 0

@@ -1,0 +1,52 @@
+"""Per-job node state written by the Prolog and read by the TaskProlog and Epilog.
+
+Layout: <state_dir>/jobs/<jobid>/node.json and env. The job directory is root:<job gid> 0750,
+files 0640: the job's user (and root) can read them, other users cannot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from slurm_hooks.jobenv import export_lines
+from slurm_hooks.safeio import atomic_write
+
+
+def job_id_from_env(env: dict[str, str]) -> str | None:
+    value = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or ""
+    return value if value.isdigit() else None  # never a path component we did not check
+
+
+def job_dir(state_dir: str, job_id: str) -> Path:
+    return Path(state_dir) / "jobs" / job_id
+
+
+def write_job_state(state_dir: str, job_id: str, facts: dict[str, Any], gid: int | None) -> Path:
+    jobs = Path(state_dir) / "jobs"
+    jobs.mkdir(parents=True, exist_ok=True, mode=0o755)
+    target = jobs / job_id
+    target.mkdir(mode=0o750, exist_ok=True)
+    if gid is not None and os.geteuid() == 0:
+        os.chown(target, 0, gid)
+    os.chmod(target, 0o750)
+    atomic_write(target / "node.json", json.dumps(facts, indent=1) + "\n", mode=0o640)
+    atomic_write(target / "env", export_lines(facts), mode=0o640)
+    return target
+
+
+def read_job_facts(state_dir: str, job_id: str) -> dict[str, Any] | None:
+    try:
+        doc = json.loads((job_dir(state_dir, job_id) / "node.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def remove_job_state(state_dir: str, job_id: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(job_dir(state_dir, job_id))

@@ -1,0 +1,68 @@
+"""Configuration: every key has a default; a bad file names itself, the key and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurm_hooks.config import Config, ConfigError, load_config, parse_config
+
+EXAMPLE = Path(__file__).parent.parent / "deploy" / "config.example.yaml"
+
+
+def test_defaults() -> None:
+    cfg = Config()
+    assert (cfg.host_root, cfg.state_dir) == ("/", "/run/slurm-hooks")
+    assert cfg.annotation.field == "admin_comment"
+
+
+def test_documented_example_is_the_defaults() -> None:
+    """deploy/config.example.yaml documents every key with its default value."""
+    cfg = load_config(EXAMPLE)
+    assert cfg == Config(source=str(EXAMPLE))
+
+
+def test_full_file() -> None:
+    cfg = parse_config("""
+host_root: /host
+state_dir: /tmp/state
+ncore_sources:
+  - {type: file, path: /etc/ncore-release}
+  - {type: command, argv: [/usr/local/bin/ncore, --version]}
+budgets: {prolog_s: 4, nvml_call_s: 0.5}
+annotation: {field: comment, mode: shadow}
+rule_files: [/etc/slurm-hooks/site-rules.yaml]
+""", "t.yaml")
+    assert cfg.host_root == "/host" and cfg.budgets.prolog_s == 4.0 and cfg.budgets.epilog_s == 30.0
+    assert cfg.ncore_sources[1].argv == ("/usr/local/bin/ncore", "--version")
+    assert cfg.annotation.mode == "shadow" and cfg.rule_files == ("/etc/slurm-hooks/site-rules.yaml",)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("hostroot: /x", "unknown key 'hostroot'"),
+    ("budgets: {prolog: 3}", "unknown key 'budgets.prolog'"),
+    ("budgets: {prolog_s: soon}", "key 'budgets.prolog_s' must be float"),
+    ("budgets: {prolog_s: -1}", "must not be negative"),
+    ("annotation: {field: notes}", "key 'annotation.field' must be one of admin_comment, comment"),
+    ("state_dir: 5", "key 'state_dir' must be str"),
+    ("ncore_sources: [{type: url}]", "key 'ncore_sources.type' must be one of file, env, command"),
+    ("ncore_sources: [{type: command}]", "key 'ncore_sources[0].argv' is required"),
+    ("retention_days: true", "key 'retention_days' must be int"),
+    ("[1, 2]", "top level must be a mapping"),
+    ("a: [", "not valid YAML"),
+])
+def test_errors_name_file_and_key(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, "/etc/slurm-hooks/config.yaml")
+    assert str(err.value).startswith("/etc/slurm-hooks/config.yaml: ") and message in str(err.value)
+
+
+def test_env_override_and_missing_file(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("state_dir: /tmp/x\n")
+    monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(path))
+    assert load_config().state_dir == "/tmp/x"
+    monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(tmp_path / "gone.yaml"))
+    with pytest.raises(ConfigError, match=r"gone\.yaml: configuration file not found"):
+        load_config()
