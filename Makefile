@@ -23,12 +23,13 @@ test-unit: venv  ## everything that needs no Slurm daemons
 
 test: venv  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
 	$(MAKE) cluster-up
-	$(BIN)/pytest -q; rc=$$?; $(MAKE) cluster-down; exit $$rc
+	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q; rc=$$?; $(MAKE) cluster-down; exit $$rc
 
 lint: venv
 	$(BIN)/ruff check slurm_hooks tests bench
 
 bench: venv  ## speed claims, as ratios against baselines measured in the same run
+	$(BIN)/python bench/hook_startup.py
 	$(BIN)/python bench/scan_throughput.py
 
 cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_PATH = "/etc/slurm-hooks/config.yaml"
+CACHE_DIR = "/run/slurm-hooks"
 
 
 class ConfigError(ValueError):
@@ -145,15 +146,53 @@ def config_path() -> Path:
     return Path(os.environ.get("SLURM_HOOKS_CONFIG") or DEFAULT_PATH)
 
 
+def _from_dict(doc: dict[str, Any]) -> Config:
+    return Config(**{**doc, "budgets": Budgets(**doc["budgets"]), "annotation": Annotation(**doc["annotation"]),
+                     "ncore_sources": tuple(NcoreSource(**{**n, "argv": tuple(n["argv"])})
+                                            for n in doc["ncore_sources"]),
+                     "rule_files": tuple(doc["rule_files"])})
+
+
+def _cache_path() -> Path:
+    return Path(os.environ.get("SLURM_HOOKS_CACHE_DIR") or CACHE_DIR) / "config-cache.json"
+
+
 def load_config(path: Path | None = None) -> Config:
-    """The configuration; a missing file at the default path means defaults."""
+    """The configuration; a missing file at the default path means defaults.
+
+    The validated result is cached as JSON keyed by the file's identity (inode, size, mtime):
+    every job start runs the Prolog, and importing PyYAML alone costs ~25 ms.
+    """
+    import json
+
     path = path or config_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        st = path.stat()
     except FileNotFoundError:
         if str(path) == DEFAULT_PATH:
             return Config()
         raise ConfigError(f"{path}: configuration file not found") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read configuration ({exc.strerror})") from None
-    return parse_config(text, str(path))
+    key = f"{path}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    cache = _cache_path()
+    try:
+        cached = json.loads(cache.read_text())
+        if cached.get("key") == key:
+            return _from_dict(cached["config"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no cache, or a stale or damaged one: parse the file
+    try:
+        config = parse_config(path.read_text(encoding="utf-8"), str(path))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read configuration ({exc.strerror})") from None
+    try:
+        from dataclasses import asdict
+
+        from slurm_hooks.safeio import atomic_write
+
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache, json.dumps({"key": key, "config": asdict(config)}), mode=0o600)
+    except OSError:
+        pass  # a read-only /run only costs speed
+    return config

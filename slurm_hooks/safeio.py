@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
+import time
 from pathlib import Path
 
 SMALL = 64 * 1024
@@ -33,7 +33,8 @@ def read_small(path: str | Path, limit: int = SMALL) -> str:
 def atomic_write(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     """Write to a temporary file in the same directory, fsync, rename: readers see old or new, never half."""
     raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)

@@ -34,11 +34,13 @@ def log_lines(tmp_path: Path) -> list[dict]:
 
 
 def test_prolog_writes_state_for_the_job(tmp_path: Path, config: Path) -> None:
-    rc = prolog.main({"SLURM_JOB_ID": "77", "SLURM_JOB_GID": str(os.getgid())}, gpu=RecordedGpu(GB200))
+    gid = 2345 if os.geteuid() == 0 else os.getgid()
+    rc = prolog.main({"SLURM_JOB_ID": "77", "SLURM_JOB_GID": str(gid)}, gpu=RecordedGpu(GB200))
     assert rc == 0
     job = tmp_path / "state/jobs/77"
-    assert stat.S_IMODE(job.stat().st_mode) == 0o750
-    assert stat.S_IMODE((job / "env").stat().st_mode) == 0o640
+    for path, mode in ((job, 0o750), (job / "env", 0o640), (job / "node.json", 0o640)):
+        assert stat.S_IMODE(path.stat().st_mode) == mode
+        assert path.stat().st_gid == gid  # the job's group can read, other users cannot
     facts = json.loads((job / "node.json").read_text())
     assert facts["cdmm"] == "on" and facts["ncore_version"] == "3.6.2"
     env = (job / "env").read_text()

@@ -17,11 +17,14 @@ def collect_facts(config: Config, gpu: GpuQuery) -> dict[str, Any]:
     errors: list[str] = []
     proc = read_proc_nvidia(config.host_root)
     errors += proc.errors
-    try:
-        info = gpu.query()
-    except GpuQueryError as exc:
-        info = None
-        errors.append(f"NVML: {exc}")
+    info = None
+    if proc.driver_loaded:  # no kernel driver, no NVML: skip its ~25 ms import on GPU-less nodes
+        try:
+            info = gpu.query()
+        except GpuQueryError as exc:
+            errors.append(f"NVML: {exc}")
+    else:
+        errors.append("NVML: not tried, no NVIDIA kernel driver is loaded")
     driver = (info and info.driver_version) or proc.driver_version
     if info and proc.driver_version and info.driver_version != proc.driver_version:
         errors.append(f"NVML says driver {info.driver_version}, /proc says {proc.driver_version}")

@@ -62,6 +62,12 @@ class NvmlQuery:
         self.timeout = call_timeout_s
 
     def query(self) -> GpuInfo:
+        import ctypes
+
+        try:  # where the library is missing (no GPU, a pod without the driver mounts) skip pynvml's ~25 ms import
+            ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError as exc:
+            raise GpuQueryError(f"libnvidia-ml.so.1 not loadable: {exc}") from None
         try:
             import pynvml
         except ImportError as exc:

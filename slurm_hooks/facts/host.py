@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from slurm_hooks.safeio import read_small
 
 
 def node_name() -> str:
-    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    return os.environ.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0]
 
 
 def kernel_release(host_root: str) -> str:

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from slurm_hooks.config import NcoreSource
+from slurm_hooks.proc import run_bounded
 from slurm_hooks.safeio import read_small
 
 MAX_VERSION = 64
@@ -27,7 +28,7 @@ def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: floa
             elif src.type == "env":
                 value = _first_line(os.environ.get(src.name, ""))
             else:
-                out = subprocess.run(list(src.argv), capture_output=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+                out = run_bounded(src.argv, timeout_s)
                 value = _first_line(out.stdout.decode(errors="replace")) if out.returncode == 0 else None
                 if out.returncode != 0:
                     errors.append(f"ncore command {src.argv[0]}: exit {out.returncode}")

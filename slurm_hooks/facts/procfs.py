@@ -20,6 +20,7 @@ _MODEL = re.compile(r"^Model:\s*(.+?)\s*$", re.M)
 
 @dataclass
 class ProcNvidia:
+    driver_loaded: bool = False
     driver_version: str | None = None
     gpu_model: str | None = None
     gpu_count: int | None = None
@@ -58,6 +59,7 @@ def read_proc_nvidia(host_root: str) -> ProcNvidia:
     if not base.is_dir():
         out.errors.append(f"{base}: absent (no NVIDIA driver loaded on this node)")
         return out
+    out.driver_loaded = True
     try:
         text = read_small(base / "version")
         if m := _VERSION.search(text):

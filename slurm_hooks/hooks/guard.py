@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import traceback
 from collections.abc import Callable
 from types import FrameType
 
 from slurm_hooks.config import Config, ConfigError, load_config
 from slurm_hooks.hooklog import HookLog
+from slurm_hooks.proc import kill_all
 
 
 def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, HookLog]:
@@ -29,6 +29,7 @@ def run_guarded(log: HookLog, budget_s: float, body: Callable[[], None]) -> int:
 
     def out_of_time(_sig: int, _frame: FrameType | None) -> None:
         log.error("budget_exceeded", budget_s=budget_s)
+        kill_all()
         os._exit(0)  # a hung C call (NVML, a dead NFS) cannot be unwound; leave now, node stays up
 
     signal.signal(signal.SIGALRM, out_of_time)
@@ -36,6 +37,8 @@ def run_guarded(log: HookLog, budget_s: float, body: Callable[[], None]) -> int:
     try:
         body()
     except Exception as exc:
+        import traceback
+
         log.error("hook_failed", error=f"{type(exc).__name__}: {exc}",
                   where=traceback.extract_tb(exc.__traceback__)[-1].name if exc.__traceback__ else None)
     finally:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +30,12 @@ def write_job_state(state_dir: str, job_id: str, facts: dict[str, Any], gid: int
     jobs.mkdir(parents=True, exist_ok=True, mode=0o755)
     target = jobs / job_id
     target.mkdir(mode=0o750, exist_ok=True)
-    if gid is not None and os.geteuid() == 0:
-        os.chown(target, 0, gid)
     os.chmod(target, 0o750)
     atomic_write(target / "node.json", json.dumps(facts, indent=1) + "\n", mode=0o640)
     atomic_write(target / "env", export_lines(facts), mode=0o640)
+    if gid is not None and os.geteuid() == 0:  # the job's group reads; everyone else is kept out
+        for path in (target, target / "node.json", target / "env"):
+            os.chown(path, 0, gid)
     return target
 
 
@@ -48,5 +48,7 @@ def read_job_facts(state_dir: str, job_id: str) -> dict[str, Any] | None:
 
 
 def remove_job_state(state_dir: str, job_id: str) -> None:
+    import shutil  # only the Epilog needs it
+
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(job_dir(state_dir, job_id))
