@@ -75,6 +75,80 @@ def _epilog(_args: argparse.Namespace) -> int:
     return epilog.main()
 
 
+def _epilog_slurmctld(_args: argparse.Namespace) -> int:
+    from slurm_hooks.hooks import epilog_slurmctld
+
+    return epilog_slurmctld.main()
+
+
+def _flush(_args: argparse.Namespace) -> int:
+    from slurm_hooks.config import ConfigError, load_config
+    from slurm_hooks.delivery import deliver_backlog
+    from slurm_hooks.hooklog import HookLog
+    from slurm_hooks.slurm.client import SlurmCli
+    from slurm_hooks.spool import Spool
+
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        print(f"slurm-hooks: {exc}", file=sys.stderr)
+        return 2
+    log = HookLog(config.log_file, "flush")
+    tally = deliver_backlog(Spool(config.spool_dir), SlurmCli(config.budgets.command_s), log,
+                            budget_s=300.0, retention_days=config.retention_days)
+    print(f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
+          f"dropped {tally.dropped}")
+    return 0 if tally.pending == 0 else 1
+
+
+def _decode(args: argparse.Namespace) -> int:
+    import json
+
+    from slurm_hooks.slurm.annotation import decode
+
+    texts = [args.text] if args.text else []
+    if args.job:
+        from slurm_hooks.slurm.client import SlurmCli, SlurmError
+
+        try:
+            texts = list(reversed(SlurmCli(10.0).accounting_comments(args.job)))  # AdminComment first
+        except SlurmError as exc:
+            print(f"slurm-hooks: {exc}", file=sys.stderr)
+            return 2
+    fields = next((f for t in texts if (f := decode(t)) is not None), None)
+    if fields is None:
+        print("slurm-hooks: no slurm-hooks/v1 record found", file=sys.stderr)
+        return 1
+    print(json.dumps(fields))
+    return 0
+
+
+def _collect(args: argparse.Namespace) -> int:
+    import tarfile
+
+    from slurm_hooks.config import ConfigError, load_config
+    from slurm_hooks.spool import Spool
+
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        print(f"slurm-hooks: {exc}", file=sys.stderr)
+        return 2
+    if not args.job_id.isdigit():
+        print(f"slurm-hooks: {args.job_id!r} is not a job id", file=sys.stderr)
+        return 2
+    job = Spool(config.spool_dir).job_dir(args.job_id)
+    if not (job / "bundle").is_dir():
+        print(f"slurm-hooks: no bundle for job {args.job_id} in {job.parent} on this node", file=sys.stderr)
+        return 1
+    with tarfile.open(args.output, "w:gz") as tar:
+        tar.add(job / "bundle", arcname=args.job_id)
+        if (job / "diagnosis.json").exists():
+            tar.add(job / "diagnosis.json", arcname=f"{args.job_id}/diagnosis.json")
+    print(args.output)
+    return 0
+
+
 def _install_hooks(args: argparse.Namespace) -> int:
     from slurm_hooks.config import ConfigError, load_config
     from slurm_hooks.install import install_hooks
@@ -114,6 +188,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("epilog", help="Slurm Epilog (always exits 0)")
     p.set_defaults(func=_epilog)
+
+    p = sub.add_parser("epilog-slurmctld", help="Slurm EpilogSlurmctld, when annotator: epilog_slurmctld")
+    p.set_defaults(func=_epilog_slurmctld)
+
+    p = sub.add_parser("flush", help="deliver queued annotations to Slurm accounting (exit 1 if some remain)")
+    p.set_defaults(func=_flush)
+
+    p = sub.add_parser("decode", help="read a slurm-hooks/v1 record back into fields (JSON)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("text", nargs="?", help="an AdminComment or Comment value")
+    src.add_argument("--job", help="read the job's AdminComment/Comment from sacct")
+    p.set_defaults(func=_decode)
+
+    p = sub.add_parser("collect", help="support bundle for a job from this node's spool")
+    p.add_argument("job_id")
+    p.add_argument("-o", "--output", required=True, help="FILE.tar.gz")
+    p.set_defaults(func=_collect)
 
     p = sub.add_parser("install-hooks", help="write the hook scripts slurm.conf points at")
     p.add_argument("--dest", default="/etc/slurm/hooks")

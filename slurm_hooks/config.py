@@ -35,6 +35,7 @@ class Budgets:
     nvml_call_s: float = 2.0  # each NVML call (NVML can hang on a sick GPU)
     command_s: float = 3.0  # each subprocess (ncore command, sacctmgr, journalctl)
     epilog_s: float = 30.0  # whole Epilog
+    merge_wait_s: float = 15.0  # how long the annotator waits for the other nodes' parts
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class Config:
     budgets: Budgets = field(default_factory=Budgets)
     annotation: Annotation = field(default_factory=Annotation)
     rule_files: tuple[str, ...] = ()
+    annotator: str = "epilog"  # epilog (the batch host's Epilog) | epilog_slurmctld
+    log_timezone: str = "UTC"  # zone of the jobs' own log stamps (containers usually run in UTC)
     retention_days: int = 30  # spool bundles older than this are removed
     spool_max_mb: int = 2048  # and the oldest go first past this size
     max_log_read_mb: int = 64  # tail of each job log copied into a bundle
@@ -60,7 +63,7 @@ class Config:
 
 
 _CHOICES = {"annotation.field": ("admin_comment", "comment"), "annotation.mode": ("all", "failures", "shadow"),
-            "ncore_sources.type": ("file", "env", "command")}
+            "ncore_sources.type": ("file", "env", "command"), "annotator": ("epilog", "epilog_slurmctld")}
 
 
 def _check_keys(doc: dict[str, Any], cls: type, where: str, prefix: str) -> None:

@@ -54,6 +54,7 @@ def install_hooks(dest: Path, python: str, config: Config, config_path: str | No
     scripts = {
         "prolog": py_hook("prolog", config.budgets.prolog_s),
         "epilog": py_hook("epilog", config.budgets.epilog_s),
+        "epilog_slurmctld": py_hook("epilog_slurmctld", config.budgets.epilog_s),
         "task_prolog": _TASK_PROLOG.format(state_dir=shlex.quote(config.state_dir)),
     }
     written = []

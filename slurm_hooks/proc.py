@@ -7,19 +7,21 @@ import os
 import signal
 import subprocess
 from collections.abc import Sequence
+from typing import IO, Any
 
 _live: set[int] = set()
 
 
-def run_bounded(argv: Sequence[str], timeout_s: float, input_bytes: bytes | None = None,
-                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def run_bounded(argv: Sequence[str], timeout_s: float, env: dict[str, str] | None = None,
+                stdout: IO[bytes] | None = None, **popen: Any) -> subprocess.CompletedProcess[bytes]:
     """Like subprocess.run(timeout=...), but the whole process group dies with it: a `sleep` forked
-    by a hung helper must not outlive the hook. Raises subprocess.TimeoutExpired or OSError."""
-    proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env)
+    by a hung helper must not outlive the hook. `stdout` may be a file to write into directly;
+    `popen` passes user/group/extra_groups. Raises subprocess.TimeoutExpired or OSError."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=stdout or subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, env=env, **popen)
     _live.add(proc.pid)
     try:
-        out, err = proc.communicate(input_bytes, timeout=timeout_s)
+        out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
         proc.communicate()

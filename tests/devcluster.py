@@ -83,3 +83,38 @@ def node_state() -> str:
 def hook_log(job_id: str) -> list[str]:
     marker = f'"job_id": "{job_id}"'
     return [line for line in HOOK_LOG.read_text().splitlines() if marker in line] if HOOK_LOG.exists() else []
+
+
+SEP = "\x1f"
+
+
+def sacct_fields(job_id: str, fields: str = "State,Comment,AdminComment") -> list[str]:
+    out = run("sacct", "-n", "-X", "-P", f"--delimiter={SEP}", "-j", job_id, "-o", fields)
+    return out.rstrip("\n").split(SEP)
+
+
+def decode_job(job_id: str) -> dict[str, str] | None:
+    """The annotation as an operator would read it back: `slurm-hooks decode --job N`."""
+    import json
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "slurm_hooks", "decode", "--job", job_id], capture_output=True,
+                         text=True, timeout=30)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def wait_annotated(job_id: str, timeout: float = 30) -> dict[str, str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fields := decode_job(job_id):
+            return fields
+        time.sleep(0.5)
+    raise AssertionError(f"job {job_id} has no annotation after {timeout}s: {sacct_fields(job_id)}")
+
+
+def wait_running(job_id: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while state(job_id) != "RUNNING":
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} not running: {state(job_id)}")
+        time.sleep(0.2)

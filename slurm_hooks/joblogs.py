@@ -1,0 +1,88 @@
+"""Copy a job's stdout/stderr into the bundle with the job user's rights, never following a link.
+
+The Epilog runs as root but these files are the user's: a user can point `--output` at
+/etc/shadow through a symlink. So a child process drops to the job's uid/gid (no supplementary
+groups), opens with O_NOFOLLOW|O_NONBLOCK, insists on a regular file, and copies at most
+`limit` bytes from the file's tail: the end of a log is where a job dies.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurm_hooks.proc import run_bounded
+
+_READER = r"""
+import os, stat, sys
+path, limit = sys.argv[1], int(sys.argv[2])
+try:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+except OSError as e:
+    sys.stderr.write("cannot open: %s\n" % e.strerror); sys.exit(3)
+st = os.fstat(fd)
+if not stat.S_ISREG(st.st_mode):
+    sys.stderr.write("not a regular file\n"); sys.exit(3)
+skip = max(0, st.st_size - limit)
+os.lseek(fd, skip, 0)
+sys.stderr.write("skipped %d\n" % skip)
+out, left = sys.stdout.buffer, limit
+while left > 0:
+    chunk = os.read(fd, min(1 << 20, left))
+    if not chunk:
+        break
+    out.write(chunk); left -= len(chunk)
+"""
+
+
+@dataclass(frozen=True)
+class Copied:
+    source: str
+    ok: bool
+    skipped_bytes: int = 0
+    error: str = ""
+
+
+def copy_as_user(source: str, dest: Path, uid: int, gid: int, limit: int, timeout_s: float) -> Copied:
+    as_user = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 else {}
+    with open(dest, "wb") as out:
+        try:
+            proc = run_bounded([sys.executable, "-S", "-c", _READER, source, str(limit)], timeout_s,
+                               stdout=out, **as_user)
+        except subprocess.TimeoutExpired:
+            return Copied(source, False, error=f"no copy within {timeout_s:g}s")
+        except OSError as exc:
+            return Copied(source, False, error=exc.strerror or str(exc))
+    message = proc.stderr.decode(errors="replace").strip()
+    if proc.returncode != 0:
+        dest.unlink(missing_ok=True)
+        return Copied(source, False, error=message.splitlines()[-1] if message else f"exit {proc.returncode}")
+    skipped = int(m.group(1)) if (m := re.search(r"skipped (\d+)", message)) else 0
+    return Copied(source, True, skipped_bytes=skipped)
+
+
+def expand_pattern(pattern: str, job_id: str, user: str, node: str) -> str | None:
+    """Slurm's filename pattern (`--output=out/%x-%j.out`) as the Epilog can expand it.
+
+    The node Epilog knows no job name (%x) and no array task (%a), so a pattern using them
+    cannot be expanded here (None); `scontrol show job`'s expanded StdOut is the first choice.
+    """
+    values = {"j": job_id, "J": job_id, "u": user, "N": node, "n": "0", "t": "0", "A": job_id, "%": "%"}
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "%" and i + 1 < len(pattern):
+            spec = re.match(r"%(\d*)([a-zA-Z%])", pattern[i:])
+            if not spec or spec.group(2) not in values:
+                return None
+            width = int(spec.group(1) or 0)
+            out.append(values[spec.group(2)].zfill(width))
+            i += len(spec.group(0))
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
