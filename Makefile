@@ -31,6 +31,7 @@ lint: venv
 bench: venv  ## speed claims, as ratios against baselines measured in the same run
 	$(BIN)/python bench/hook_startup.py
 	$(BIN)/python bench/scan_throughput.py
+	$(BIN)/python bench/epilog_wall.py
 
 cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks
 	deploy/dev-cluster/cluster-up.sh

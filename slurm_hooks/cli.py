@@ -84,7 +84,7 @@ def _epilog_slurmctld(_args: argparse.Namespace) -> int:
 def _flush(_args: argparse.Namespace) -> int:
     from slurm_hooks.config import ConfigError, load_config
     from slurm_hooks.delivery import deliver_backlog
-    from slurm_hooks.hooklog import HookLog
+    from slurm_hooks.hooklog import structured
     from slurm_hooks.slurm.client import SlurmCli
     from slurm_hooks.spool import Spool
 
@@ -93,7 +93,7 @@ def _flush(_args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"slurm-hooks: {exc}", file=sys.stderr)
         return 2
-    log = HookLog(config.log_file, "flush")
+    log = structured(config.log_file, "flush")
     tally = deliver_backlog(Spool(config.spool_dir), SlurmCli(config.budgets.command_s), log,
                             budget_s=300.0, retention_days=config.retention_days)
     print(f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.hooklog import HookLog
+from slurm_hooks.hooklog import Log
 from slurm_hooks.slurm.annotation import merged_value
 from slurm_hooks.slurm.client import Slurm, SlurmError
 from slurm_hooks.spool import Spool
@@ -21,7 +21,7 @@ class Tally:
     dropped: int = 0
 
 
-def deliver_one(path: Path, entry: dict[str, Any], slurm: Slurm, log: HookLog, tally: Tally) -> bool:
+def deliver_one(path: Path, entry: dict[str, Any], slurm: Slurm, log: Log, tally: Tally) -> bool:
     """True when the entry is settled (delivered, already there, or left alone)."""
     job_id, field, record = str(entry["job_id"]), str(entry["field"]), str(entry["record"])
     try:
@@ -46,7 +46,7 @@ def deliver_one(path: Path, entry: dict[str, Any], slurm: Slurm, log: HookLog, t
     return True
 
 
-def deliver_backlog(spool: Spool, slurm: Slurm, log: HookLog, budget_s: float, retention_days: int) -> Tally:
+def deliver_backlog(spool: Spool, slurm: Slurm, log: Log, budget_s: float, retention_days: int) -> Tally:
     """Every queued annotation, oldest first, until the time budget runs out; one flusher at a time."""
     tally = Tally()
     deadline = time.monotonic() + budget_s

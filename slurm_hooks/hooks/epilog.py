@@ -12,7 +12,7 @@ import os
 import time
 
 from slurm_hooks.config import Config
-from slurm_hooks.hooklog import HookLog
+from slurm_hooks.hooklog import Log
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
 from slurm_hooks.hooks.state import job_id_from_env, read_job_facts, remove_job_state
 
@@ -39,7 +39,7 @@ def main(env: dict[str, str] | None = None) -> int:
     return run_guarded(log, config.budgets.epilog_s, body)
 
 
-def run_epilog(config: Config, env: dict[str, str], job_id: str, log: HookLog) -> None:
+def run_epilog(config: Config, env: dict[str, str], job_id: str, log: Log) -> None:
     from slurm_hooks.delivery import Tally, deliver_backlog, deliver_one
     from slurm_hooks.evidence import copy_job_logs, job_window, log_paths, write_node_part
     from slurm_hooks.facts import collect_facts
@@ -97,7 +97,7 @@ def _hostnames(slurm, node_list: str) -> list[str]:
         return [node_list] if "[" not in node_list and "," not in node_list else []
 
 
-def finish_job(config: Config, spool, record, env: dict[str, str], nodes: list[str], facts: dict, log: HookLog) -> None:
+def finish_job(config: Config, spool, record, env: dict[str, str], nodes: list[str], facts: dict, log: Log) -> None:
     """Wait (bounded) for every node's part, diagnose the merged bundle, queue the annotation."""
     from slurm_hooks.bundle import load_bundle
     from slurm_hooks.diagnose import diagnose

@@ -8,23 +8,26 @@ from collections.abc import Callable
 from types import FrameType
 
 from slurm_hooks.config import Config, ConfigError, load_config
-from slurm_hooks.hooklog import HookLog
+from slurm_hooks.hooklog import HookLog, Log, structured
 from slurm_hooks.proc import kill_all
 
 
-def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, HookLog]:
-    """A broken config must not stop the hook: log it once and go on with defaults."""
+def load_config_or_defaults(hook: str, job_id: str | None, at_job_start: bool = False) -> tuple[Config, Log]:
+    """A broken config must not stop the hook: log it once and go on with defaults.
+
+    Hooks on the job-start path get the import-free logger; the others get structlog.
+    """
     try:
-        config = load_config()
-        return config, HookLog(config.log_file, hook, job_id)
+        config, error = load_config(), None
     except ConfigError as exc:
-        config = Config()
-        log = HookLog(config.log_file, hook, job_id)
-        log.error("config_invalid", error=str(exc), using="defaults")
-        return config, log
+        config, error = Config(), str(exc)
+    log = HookLog(config.log_file, hook, job_id) if at_job_start else structured(config.log_file, hook, job_id)
+    if error:
+        log.error("config_invalid", error=error, using="defaults")
+    return config, log
 
 
-def run_guarded(log: HookLog, budget_s: float, body: Callable[[], None]) -> int:
+def run_guarded(log: Log, budget_s: float, body: Callable[[], None]) -> int:
     """Run `body`; whatever happens, return 0 within `budget_s` seconds."""
 
     def out_of_time(_sig: int, _frame: FrameType | None) -> None:
