@@ -8,6 +8,23 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from slurm_hooks.config import Config
+
+
+def _config(path: str | None = None, strict: bool = True) -> Config:
+    """The configuration; a bad one is said in one line, then fatal (exit 2) or replaced by defaults."""
+    from slurm_hooks.config import Config, ConfigError, load_config
+
+    try:
+        return load_config(Path(path) if path else None)
+    except ConfigError as exc:
+        print(f"slurm-hooks: {exc}" + ("" if strict else "; using defaults"), file=sys.stderr)
+        if strict:
+            raise SystemExit(2) from None
+        return Config()
 
 
 def _diagnose(args: argparse.Namespace) -> int:
@@ -35,15 +52,10 @@ def _diagnose(args: argparse.Namespace) -> int:
 def _facts(args: argparse.Namespace) -> int:
     import json
 
-    from slurm_hooks.config import Config, ConfigError, load_config
     from slurm_hooks.facts import collect_facts
     from slurm_hooks.facts.gpu import NvmlQuery
 
-    try:
-        config = load_config()
-    except ConfigError as exc:
-        print(f"slurm-hooks: {exc}; using defaults", file=sys.stderr)
-        config = Config()
+    config = _config(strict=False)
     if args.host_root:
         from dataclasses import replace
 
@@ -82,17 +94,12 @@ def _epilog_slurmctld(_args: argparse.Namespace) -> int:
 
 
 def _flush(_args: argparse.Namespace) -> int:
-    from slurm_hooks.config import ConfigError, load_config
     from slurm_hooks.delivery import deliver_backlog
     from slurm_hooks.hooklog import structured
     from slurm_hooks.slurm.client import SlurmCli
     from slurm_hooks.spool import Spool
 
-    try:
-        config = load_config()
-    except ConfigError as exc:
-        print(f"slurm-hooks: {exc}", file=sys.stderr)
-        return 2
+    config = _config()
     log = structured(config.log_file, "flush")
     tally = deliver_backlog(Spool(config.spool_dir), SlurmCli(config.budgets.command_s), log,
                             budget_s=300.0, retention_days=config.retention_days)
@@ -126,14 +133,9 @@ def _decode(args: argparse.Namespace) -> int:
 def _collect(args: argparse.Namespace) -> int:
     import tarfile
 
-    from slurm_hooks.config import ConfigError, load_config
     from slurm_hooks.spool import Spool
 
-    try:
-        config = load_config()
-    except ConfigError as exc:
-        print(f"slurm-hooks: {exc}", file=sys.stderr)
-        return 2
+    config = _config()
     if not args.job_id.isdigit():
         print(f"slurm-hooks: {args.job_id!r} is not a job id", file=sys.stderr)
         return 2
@@ -150,14 +152,9 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _install_hooks(args: argparse.Namespace) -> int:
-    from slurm_hooks.config import ConfigError, load_config
     from slurm_hooks.install import install_hooks
 
-    try:
-        config = load_config(Path(args.config) if args.config else None)
-    except ConfigError as exc:
-        print(f"slurm-hooks: {exc}", file=sys.stderr)
-        return 2
+    config = _config(args.config)
     for path in install_hooks(Path(args.dest), args.python or sys.executable, config, args.config):
         print(path)
     return 0

@@ -9,7 +9,7 @@ from typing import Any
 
 from slurm_hooks.hooklog import Log
 from slurm_hooks.slurm.annotation import merged_value
-from slurm_hooks.slurm.client import Slurm, SlurmError
+from slurm_hooks.slurm.client import NotInAccountingYet, Slurm, SlurmError
 from slurm_hooks.spool import Spool
 
 
@@ -21,8 +21,9 @@ class Tally:
     dropped: int = 0
 
 
-def deliver_one(path: Path, entry: dict[str, Any], slurm: Slurm, log: Log, tally: Tally) -> bool:
-    """True when the entry is settled (delivered, already there, or left alone)."""
+def deliver_one(path: Path, entry: dict[str, Any], slurm: Slurm, log: Log, tally: Tally) -> str:
+    """settled (delivered, already there, or left alone) | not_yet (the job's record is still on
+    its way to slurmdbd) | unavailable (accounting did not answer)."""
     job_id, field, record = str(entry["job_id"]), str(entry["field"]), str(entry["record"])
     try:
         comment, admin = slurm.accounting_comments(job_id)
@@ -41,9 +42,9 @@ def deliver_one(path: Path, entry: dict[str, Any], slurm: Slurm, log: Log, tally
     except SlurmError as exc:
         tally.pending += 1
         log.warning("annotation_queued", annotated_job=job_id, error=str(exc))
-        return False
+        return "not_yet" if isinstance(exc, NotInAccountingYet) else "unavailable"
     path.unlink(missing_ok=True)
-    return True
+    return "settled"
 
 
 def deliver_backlog(spool: Spool, slurm: Slurm, log: Log, budget_s: float, retention_days: int) -> Tally:
@@ -64,5 +65,5 @@ def deliver_backlog(spool: Spool, slurm: Slurm, log: Log, budget_s: float, reten
                 tally.pending += 1
                 continue
             # Once accounting does not answer, the rest would only burn the hook's time budget.
-            failing = not deliver_one(path, entry, slurm, log, tally)
+            failing = deliver_one(path, entry, slurm, log, tally) == "unavailable"
     return tally

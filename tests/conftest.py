@@ -14,6 +14,12 @@ BUNDLES = TESTS / "bundles"
 SCENARIOS = TESTS.parent.parent / "shared" / "scenarios"
 
 
+@pytest.fixture(autouse=True)
+def private_config_cache(tmp_path_factory, monkeypatch) -> None:
+    """Tests that load configs keep their JSON cache out of /run/slurm-hooks."""
+    monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp_path_factory.mktemp("config-cache")))
+
+
 @pytest.fixture(scope="session")
 def pack() -> RulePack:
     return load_rule_pack()

@@ -66,3 +66,15 @@ def test_env_override_and_missing_file(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(tmp_path / "gone.yaml"))
     with pytest.raises(ConfigError, match=r"gone\.yaml: configuration file not found"):
         load_config()
+
+
+def test_cache_follows_edits(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("state_dir: /tmp/one\n")
+    assert load_config(path).state_dir == "/tmp/one"
+    assert load_config(path).state_dir == "/tmp/one"  # second read from the JSON cache
+    path.write_text("state_dir: /tmp/two-longer\n")
+    assert load_config(path).state_dir == "/tmp/two-longer"
+    path.write_text("budgets: {prolog_s: x}\n")
+    with pytest.raises(ConfigError):
+        load_config(path)

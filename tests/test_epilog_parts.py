@@ -122,3 +122,20 @@ def test_prune_by_age_then_size(tmp_path: Path) -> None:
         os.utime(spool.job_dir(job), (then, then))
     assert spool.prune(retention_days=30, max_mb=1) == ["1", "2"]
     assert spool.job_dir("3").exists()
+
+
+def test_a_job_not_yet_in_accounting_does_not_stop_the_backlog(tmp_path: Path) -> None:
+    from slurm_hooks.slurm.client import NotInAccountingYet
+
+    class Lagging(FlakySlurm):
+        def accounting_comments(self, job_id: str) -> tuple[str, str]:
+            if job_id == "1":
+                raise NotInAccountingYet("sacct: no accounting record for job 1 yet")
+            return ("", "")
+
+    spool, slurm = Spool(str(tmp_path)), Lagging()
+    for job in ("1", "2", "3"):
+        spool.queue_annotation(job, "admin_comment", f"slurm-hooks/v1 label=success job={job}")
+    tally = deliver_backlog(spool, slurm, HookLog(str(tmp_path / "log"), "t"), budget_s=10, retention_days=30)
+    assert (tally.delivered, tally.pending) == (2, 1)
+    assert [entry["job_id"] for _, entry in spool.pending()] == ["1"]

@@ -17,6 +17,7 @@ from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
 from slurm_hooks.hooks.state import job_id_from_env, read_job_facts, remove_job_state
 
 OPT_OUT = "slurm-hooks=off"  # in the job's --comment: no diagnosis, no annotation
+ACCOUNTING_WAIT_S = 6.0
 
 
 def main(env: dict[str, str] | None = None) -> int:
@@ -35,6 +36,7 @@ def main(env: dict[str, str] | None = None) -> int:
             run_epilog(config, env, job_id, log)
         finally:
             remove_job_state(config.state_dir, job_id)
+            log.info("state_removed")
 
     return run_guarded(log, config.budgets.epilog_s, body)
 
@@ -73,9 +75,14 @@ def run_epilog(config: Config, env: dict[str, str], job_id: str, log: Log) -> No
 
     if config.annotator == "epilog" and node == lead:
         finish_job(config, spool, record, env, nodes, facts, log)
+        # This job first, outside the backlog lock another Epilog may hold. The job's record
+        # reaches slurmdbd asynchronously, sometimes just after the Epilog starts: retry briefly.
         own = spool.outbox / f"{job_id}.json"
-        if own.exists():  # this job first, outside the backlog lock another Epilog may hold
-            deliver_one(own, json.loads(own.read_text()), slurm, log, Tally())
+        wait_until = time.monotonic() + min(ACCOUNTING_WAIT_S, config.budgets.epilog_s / 4)
+        while own.exists() and deliver_one(own, json.loads(own.read_text()), slurm, log, Tally()) == "not_yet":
+            if time.monotonic() > wait_until:
+                break
+            time.sleep(1.0)
     left = config.budgets.epilog_s - (time.monotonic() - started)
     tally = deliver_backlog(spool, slurm, log, budget_s=max(0.0, min(left - 2, 10.0)),
                             retention_days=config.retention_days)

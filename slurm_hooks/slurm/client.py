@@ -23,6 +23,10 @@ class SlurmError(Exception):
     """A Slurm command failed, timed out or answered something unusable."""
 
 
+class NotInAccountingYet(SlurmError):
+    """slurmdbd answers but has no record of the job yet (it arrives asynchronously)."""
+
+
 @dataclass(frozen=True)
 class JobRecord:
     job_id: str
@@ -103,7 +107,7 @@ class SlurmCli:
         out = self._run("sacct", "-n", "-X", "-P", f"--delimiter={SEP}", "-j", job_id, "-o", "Comment,AdminComment")
         fields = out.rstrip("\n").split(SEP)
         if len(fields) < 2:
-            raise SlurmError(f"sacct: no accounting record for job {job_id} yet")
+            raise NotInAccountingYet(f"sacct: no accounting record for job {job_id} yet")
         # A comment holding a newline spills over lines; the delimiter still separates the fields.
         return fields[0], SEP.join(fields[1:]).rstrip("\n")
 
@@ -112,7 +116,7 @@ class SlurmCli:
         key = {"admin_comment": "AdminComment", "comment": "Comment"}[field]
         out = self._run("sacctmgr", "-i", "modify", "job", "where", f"jobid={job_id}", "set", f"{key}={value}")
         if "Nothing modified" in out:
-            raise SlurmError(f"sacctmgr: job {job_id} not in accounting yet")
+            raise NotInAccountingYet(f"sacctmgr: job {job_id} not in accounting yet")
 
     def hostnames(self, node_list: str) -> list[str]:
         return self._run("scontrol", "show", "hostnames", node_list).split()

@@ -1,0 +1,48 @@
+"""The commands an operator types: decode a record, and collect a support bundle that diagnose reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+EXAMPLE = Path(__file__).parent.parent / "slurm_hooks/examples/cdmm-checkpoint-segfault"
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "slurm_hooks", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_decode_text() -> None:
+    out = cli("decode", "alice text slurm-hooks/v1 label=oom_killed node=n1 rank=3")
+    assert out.returncode == 0 and json.loads(out.stdout) == {"label": "oom_killed", "node": "n1", "rank": "3"}
+    assert cli("decode", "JS1:abc").returncode == 1
+
+
+def test_collect_makes_a_bundle_that_diagnose_reads(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"spool_dir: {tmp_path / 'spool'}\n")
+    shutil.copytree(EXAMPLE, tmp_path / "spool/jobs/6120447/bundle")
+    env = {"SLURM_HOOKS_CONFIG": str(config), "SLURM_HOOKS_CACHE_DIR": str(tmp_path / "cache")}
+    out = cli("collect", "6120447", "-o", str(tmp_path / "support.tar.gz"), env=env)
+    assert out.returncode == 0, out.stderr
+    with tarfile.open(tmp_path / "support.tar.gz") as tar:
+        assert "6120447/job.json" in tar.getnames()
+    got = json.loads(cli("diagnose", "--json", str(tmp_path / "support.tar.gz")).stdout)
+    assert got["label"] == "cdmm_checkpoint_segfault"
+    assert cli("collect", "999", "-o", str(tmp_path / "x.tgz"), env=env).returncode == 1
+    bad = cli("collect", "../etc", "-o", str(tmp_path / "x.tgz"), env=env)
+    assert bad.returncode == 2 and "not a job id" in bad.stderr
+
+
+def test_bad_config_is_one_line_naming_file_and_key(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("annotation: {field: notes}\n")
+    out = cli("flush", env={"SLURM_HOOKS_CONFIG": str(config), "SLURM_HOOKS_CACHE_DIR": str(tmp_path)})
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert str(config) in out.stderr and "annotation.field" in out.stderr
