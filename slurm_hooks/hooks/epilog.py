@@ -10,11 +10,16 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import TYPE_CHECKING, Any
 
 from slurm_hooks.config import Config
 from slurm_hooks.hooklog import Log
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
 from slurm_hooks.hooks.state import job_id_from_env, read_job_facts, remove_job_state
+
+if TYPE_CHECKING:  # the Epilog imports the heavy parts inside run_epilog, after the guard is up
+    from slurm_hooks.slurm.client import JobRecord, Slurm
+    from slurm_hooks.spool import Spool
 
 OPT_OUT = "slurm-hooks=off"  # in the job's --comment: no diagnosis, no annotation
 ACCOUNTING_WAIT_S = 6.0
@@ -63,7 +68,7 @@ def run_epilog(config: Config, env: dict[str, str], job_id: str, log: Log) -> No
     bundle = spool.bundle_dir(job_id)
     kernel_from = write_node_part(bundle, node, facts, job_window(record, facts), config.budgets.command_s)
 
-    nodes = _hostnames(slurm, record.node_list) or [node]
+    nodes = hostnames_of(slurm, record.node_list) or [node]
     lead = record.batch_host or nodes[0]
     copied = []
     if node == lead and env.get("SLURM_JOB_UID", "").isdigit() and env.get("SLURM_JOB_GID", "").isdigit():
@@ -93,7 +98,8 @@ def run_epilog(config: Config, env: dict[str, str], job_id: str, log: Log) -> No
     log.info("epilog_done", elapsed_s=round(time.monotonic() - started, 3))
 
 
-def _hostnames(slurm, node_list: str) -> list[str]:
+def hostnames_of(slurm: Slurm, node_list: str) -> list[str]:
+    """`gb-r03-c[05-08]` -> the four names; a plain single name survives slurmctld being down."""
     from slurm_hooks.slurm.client import SlurmError
 
     if not node_list:
@@ -104,7 +110,8 @@ def _hostnames(slurm, node_list: str) -> list[str]:
         return [node_list] if "[" not in node_list and "," not in node_list else []
 
 
-def finish_job(config: Config, spool, record, env: dict[str, str], nodes: list[str], facts: dict, log: Log) -> None:
+def finish_job(config: Config, spool: Spool, record: JobRecord, env: dict[str, str], nodes: list[str],
+               facts: dict[str, Any], log: Log) -> None:
     """Wait (bounded) for every node's part, diagnose the merged bundle, queue the annotation."""
     from slurm_hooks.bundle import load_bundle
     from slurm_hooks.diagnose import diagnose

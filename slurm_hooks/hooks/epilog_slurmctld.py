@@ -20,7 +20,7 @@ def main(env: dict[str, str] | None = None) -> int:
 
     def body() -> None:
         from slurm_hooks.delivery import deliver_backlog
-        from slurm_hooks.hooks.epilog import OPT_OUT, _hostnames, finish_job
+        from slurm_hooks.hooks.epilog import OPT_OUT, finish_job, hostnames_of
         from slurm_hooks.slurm.client import JobRecord, SlurmCli, SlurmError
         from slurm_hooks.spool import Spool
 
@@ -32,7 +32,7 @@ def main(env: dict[str, str] | None = None) -> int:
         except SlurmError as exc:
             log.warning("job_record_unavailable", error=str(exc))
             record = JobRecord(job_id=job_id, node_list=env.get("SLURM_JOB_NODELIST", ""))
-        nodes = _hostnames(slurm, record.node_list or env.get("SLURM_JOB_NODELIST", ""))
+        nodes = hostnames_of(slurm, record.node_list or env.get("SLURM_JOB_NODELIST", ""))
         spool = Spool(config.spool_dir)
         lead = record.batch_host or (nodes[0] if nodes else "")
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -194,7 +195,7 @@ def _carry_position_clock(events: list[Event]) -> None:
         carry = ev.when or carry
 
 
-def _nearest_stamp(lines, task: int | None, ctx: ClockContext) -> datetime | None:
+def _nearest_stamp(lines: Iterable[bytes], task: int | None, ctx: ClockContext) -> datetime | None:
     fallback = None
     for raw in lines:
         pre = strip_prefixes(decode(raw[:MAX_LINE]))
