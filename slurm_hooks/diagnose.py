@@ -92,7 +92,6 @@ class _Order:
 
 @dataclass
 class _Crash:
-    first: Event
     sightings: list[Event]
     frames: list[Event]
     save_start: Event | None
@@ -183,7 +182,7 @@ class Classifier:
         if rank is None:  # torchrun's failure summary names the global rank a few lines later
             rank = next((e.rank for e in self._following(sightings, "torchrun_rank")), None)
         save_start = next((s for e in sightings if (s := self._open_save(e))), None)
-        return _Crash(fault, sightings, frames, save_start, rank, node)
+        return _Crash(sightings, frames, save_start, rank, node)
 
     def _following(self, sightings: list[Event], family: str) -> list[Event]:
         """Events of `family` printed shortly after a sighting, in the same task's stream."""
