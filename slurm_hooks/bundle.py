@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from slurm_hooks.timeline.clocks import parse_iso
+from slurm_hooks.timeline.clocks import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours
 MAX_TAR_MEMBERS = 100_000
@@ -65,16 +64,6 @@ def _exit_pair(value: str) -> tuple[int, int]:
         return 0, 0
 
 
-def _zone(name: object, key: str, skipped: list[str]) -> tzinfo:
-    if not name:
-        return timezone.utc
-    try:
-        return ZoneInfo(str(name))
-    except (ZoneInfoNotFoundError, ValueError):
-        skipped.append(f"job.json: {key}={name!r} is not an IANA zone; using UTC")
-        return timezone.utc
-
-
 def _read_json(path: Path, skipped: list[str]) -> dict[str, Any] | None:
     rel = f"{path.parent.name}/{path.name}" if path.parent.name in ("nodes",) else path.name
     if path.is_symlink() or not path.is_file():
@@ -108,7 +97,7 @@ def _as_time(value: object, zone: tzinfo) -> datetime | None:
 
 def _job_info(root: Path, skipped: list[str]) -> JobInfo:
     doc = _read_json(root / "job.json", skipped) or {}
-    slurm_zone = _zone(doc.get("timezone"), "timezone", skipped)
+    slurm_zone = zone_named(doc.get("timezone"), "job.json: timezone", skipped)
     nodes = doc.get("nodes")
     return JobInfo(
         job_id=str(doc.get("job_id") or "unknown"),
@@ -120,7 +109,7 @@ def _job_info(root: Path, skipped: list[str]) -> JobInfo:
         nodes=tuple(str(n) for n in nodes) if isinstance(nodes, list) else (),
         batch_host=str(doc["batch_host"]) if doc.get("batch_host") else None,
         slurm_zone=slurm_zone,
-        log_zone=_zone(doc.get("log_timezone"), "log_timezone", skipped),
+        log_zone=zone_named(doc.get("log_timezone"), "job.json: log_timezone", skipped),
     )
 
 

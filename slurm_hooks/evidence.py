@@ -6,30 +6,20 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from slurm_hooks.facts.host import boot_time
 from slurm_hooks.joblogs import Copied, copy_as_user, expand_pattern
 from slurm_hooks.kernel import from_journal, from_kmsg
 from slurm_hooks.safeio import atomic_write
 from slurm_hooks.slurm.client import JobRecord
-from slurm_hooks.timeline.clocks import parse_iso
-
-
-def _zone(name: str | None) -> ZoneInfo | timezone:
-    try:
-        return ZoneInfo(name) if name else timezone.utc
-    except (ZoneInfoNotFoundError, ValueError):
-        return timezone.utc
+from slurm_hooks.timeline.clocks import parse_iso, zone_named
 
 
 def job_window(record: JobRecord, facts: dict[str, Any]) -> tuple[datetime, datetime]:
     """Slurm's naive Start/End times in the node's zone; now as a fallback for either end."""
-    zone = _zone(facts.get("timezone"))
-    now = datetime.now(timezone.utc)
-    start = parse_iso(record.start, default_zone=zone) if record.start not in ("", "Unknown", "None") else None
-    end = parse_iso(record.end, default_zone=zone) if record.end not in ("", "Unknown", "None") else None
-    return start or now, end or now
+    zone = zone_named(facts.get("timezone"), "node timezone")
+    now = datetime.now(timezone.utc)  # scontrol prints "Unknown" for an end not yet known: not a time
+    return parse_iso(record.start, default_zone=zone) or now, parse_iso(record.end, default_zone=zone) or now
 
 
 def write_node_part(bundle: Path, node: str, facts: dict[str, Any], window: tuple[datetime, datetime],

@@ -21,6 +21,14 @@ exit 0
 # Straight to the hook module: argparse alone would cost ~12 ms per job start.
 _ENTRY = "import sys; sys.path[:0] = {paths!r}; from slurm_hooks.hooks.{hook} import main; sys.exit(main())"
 
+# Runs once per task, hundreds per job: a shell and `cat` cost ~1-2 ms, a Python start ~12-40 ms.
+_TASK_PROLOG = """#!/bin/sh
+# slurm-hooks task-prolog: prints the export lines the Prolog prepared for this job.
+case "$SLURM_JOB_ID" in ''|*[!0-9]*) exit 0 ;; esac
+cat {state_dir}/jobs/"$SLURM_JOB_ID"/env 2>/dev/null
+exit 0
+"""
+
 
 def _import_paths() -> list[str]:
     """Where slurm_hooks and its dependencies live, for an interpreter started without site."""
@@ -32,14 +40,6 @@ def _import_paths() -> list[str]:
 
     here = [str(Path(slurm_hooks.__file__).parent.parent), str(Path(yaml.__file__).parent.parent)]
     return list(dict.fromkeys(here + [p for p in sys.path if p.endswith("site-packages")]))
-
-# Runs once per task, hundreds per job: a shell and `cat` cost ~1-2 ms, a Python start ~12-40 ms.
-_TASK_PROLOG = """#!/bin/sh
-# slurm-hooks task-prolog: prints the export lines the Prolog prepared for this job.
-case "$SLURM_JOB_ID" in ''|*[!0-9]*) exit 0 ;; esac
-cat {state_dir}/jobs/"$SLURM_JOB_ID"/env 2>/dev/null
-exit 0
-"""
 
 
 def install_hooks(dest: Path, python: str, config: Config, config_path: str | None) -> list[Path]:

@@ -32,7 +32,7 @@ def boot_time(host_root: str, errors: list[str]) -> str | None:
     return None
 
 
-def timezone_name(host_root: str, errors: list[str]) -> str | None:
+def timezone_name(host_root: str, errors: list[str]) -> str:
     """The host's IANA zone: /etc/timezone (Debian), else where /etc/localtime points."""
     root = Path(host_root)
     try:

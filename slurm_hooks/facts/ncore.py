@@ -29,10 +29,10 @@ def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: floa
                 value = _first_line(os.environ.get(src.name, ""))
             else:
                 out = run_bounded(src.argv, timeout_s)
-                value = _first_line(out.stdout.decode(errors="replace")) if out.returncode == 0 else None
                 if out.returncode != 0:
                     errors.append(f"ncore command {src.argv[0]}: exit {out.returncode}")
                     continue
+                value = _first_line(out.stdout.decode(errors="replace"))
         except subprocess.TimeoutExpired:
             errors.append(f"ncore command {src.argv[0]}: no answer within {timeout_s:g}s")
             continue

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from slurm_hooks.bundle import Bundle
 from slurm_hooks.rules import Rule, RulePack
-from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time, parse_iso
+from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time, parse_iso, zone_named
 from slurm_hooks.timeline.prefixes import strip_prefixes
 from slurm_hooks.timeline.scan import MAX_LINE, Hit, Scanner, decode
 
@@ -236,15 +236,8 @@ def _scan_kernel(node: str, path: Path, pack: RulePack, scanner: Scanner, ctx: C
 
 
 def _node_context(bundle: Bundle, node: str, base: ClockContext) -> ClockContext:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     facts = bundle.facts.get(node, {})
-    zone = base.node_zone
-    if facts.get("timezone"):
-        try:
-            zone = ZoneInfo(str(facts["timezone"]))
-        except (ZoneInfoNotFoundError, ValueError):
-            bundle.skipped.append(f"nodes/{node}.json: timezone {facts['timezone']!r} unknown; using UTC")
+    zone = zone_named(facts.get("timezone"), f"nodes/{node}.json: timezone", bundle.skipped)
     return ClockContext(reference=base.reference, log_zone=base.log_zone, slurm_zone=base.slurm_zone,
                         node_zone=zone, boot_time=parse_iso(facts.get("boot_time")))
 
