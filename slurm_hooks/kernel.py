@@ -7,7 +7,7 @@ import os
 import subprocess
 from datetime import datetime, timedelta
 
-from slurm_hooks.proc import run_bounded
+from slurm_hooks.proc import TOOL_ENV, run_bounded
 
 MAX_BYTES = 16 << 20  # a kernel window beyond this is a storm; its start is what matters
 # Kernel lines are node-wide: a wide window before the start takes in the previous job's crash;
@@ -20,7 +20,7 @@ def from_journal(start: datetime, end: datetime, timeout_s: float) -> str | None
     argv = ["journalctl", "-k", "-q", "--no-pager", "-o", "short-iso-precise",
             "--since", f"@{int((start - BEFORE).timestamp())}", "--until", f"@{int((end + AFTER).timestamp())}"]
     try:
-        out = run_bounded(argv, timeout_s, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+        out = run_bounded(argv, timeout_s, env=TOOL_ENV)
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = out.stdout[:MAX_BYTES].decode(errors="replace")

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 _live: set[int] = set()
+# Slurm gives hooks no PATH; the tools they run are parsed in the C locale.
+TOOL_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
 
 
 def run_bounded(argv: Sequence[str], timeout_s: float, env: dict[str, str] | None = None,

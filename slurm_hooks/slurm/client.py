@@ -12,11 +12,10 @@ import subprocess
 from dataclasses import dataclass
 from typing import Protocol
 
-from slurm_hooks.proc import run_bounded
+from slurm_hooks.proc import TOOL_ENV, run_bounded
 
 SEP = "\x1f"  # sacct field delimiter no comment can contain unnoticed (| and newlines can)
 _KV = re.compile(r"(\w+)=(.*?)(?=\s+\w+=|\s*$)")
-PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # hooks get no PATH from Slurm
 
 
 class SlurmError(Exception):
@@ -71,7 +70,7 @@ class SlurmCli:
 
     def _run(self, *argv: str) -> str:
         try:
-            out = run_bounded(argv, self.timeout, env={"PATH": PATH, "LC_ALL": "C"})
+            out = run_bounded(argv, self.timeout, env=TOOL_ENV)
         except subprocess.TimeoutExpired:
             raise SlurmError(f"{argv[0]} did not answer within {self.timeout:g}s") from None
         except OSError as exc:
