@@ -161,7 +161,9 @@ def _install_hooks(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="slurm-hooks", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="slurm-hooks",
+        description="Why a GPU job died, on which node, and what to do: Slurm Prolog/TaskProlog/Epilog and tools.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("diagnose", help="classify an evidence bundle (directory or .tar.gz)")
@@ -183,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", help="default /run/slurm-hooks")
     p.set_defaults(func=_task_prolog)
 
-    p = sub.add_parser("epilog", help="Slurm Epilog (always exits 0)")
+    p = sub.add_parser("epilog", help="Slurm Epilog: spool evidence, diagnose and annotate the job (always exits 0)")
     p.set_defaults(func=_epilog)
 
     p = sub.add_parser("epilog-slurmctld", help="Slurm EpilogSlurmctld, when annotator: epilog_slurmctld")
