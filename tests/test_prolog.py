@@ -112,3 +112,9 @@ def test_each_nvml_call_has_its_own_timeout() -> None:
         worker.call(0.2, time.sleep, 5)
     with pytest.raises(GpuQueryError, match="failed"):
         _Worker().call(1, int, "not a number")
+
+
+def test_task_prolog_default_state_dir_is_the_configs() -> None:
+    from slurm_hooks.config import Config
+
+    assert Config().state_dir == task_prolog.DEFAULT_STATE_DIR

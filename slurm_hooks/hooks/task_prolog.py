@@ -10,8 +10,11 @@ from __future__ import annotations
 import os
 import sys
 
-from slurm_hooks.config import Config
 from slurm_hooks.hooks.state import job_dir, job_id_from_env
+
+# Config's default state_dir, spelt out: importing the config module (dataclasses) would cost this
+# per-task command ~40% more start-up (bench/hook_startup.py). A test keeps the two equal.
+DEFAULT_STATE_DIR = "/run/slurm-hooks"
 
 
 def main(state_dir: str | None = None) -> int:
@@ -19,7 +22,7 @@ def main(state_dir: str | None = None) -> int:
     if job_id is None:
         return 0
     try:
-        with open(job_dir(state_dir or Config.state_dir, job_id) / "env", encoding="utf-8") as fh:
+        with open(job_dir(state_dir or DEFAULT_STATE_DIR, job_id) / "env", encoding="utf-8") as fh:
             sys.stdout.write(fh.read(16 * 1024))
     except OSError:
         pass  # no facts for this job: the task runs without SLURM_HOOKS_* rather than not at all
