@@ -13,7 +13,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.timeline.clocks import parse_iso, zone_named
+from slurm_hooks.times import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours
 MAX_TAR_MEMBERS = 100_000

@@ -12,7 +12,7 @@ from slurm_hooks.joblogs import Copied, copy_as_user, expand_pattern
 from slurm_hooks.kernel import from_journal, from_kmsg
 from slurm_hooks.safeio import atomic_write
 from slurm_hooks.slurm.client import JobRecord
-from slurm_hooks.timeline.clocks import parse_iso, zone_named
+from slurm_hooks.times import parse_iso, zone_named
 
 
 def job_window(record: JobRecord, facts: dict[str, Any]) -> tuple[datetime, datetime]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from slurm_hooks.diagnose import Diagnosis
+from slurm_hooks.diagnose.result import Diagnosis
 
 _FACT_KEYS = ("node", "gpu_model", "driver_version", "cuda_driver_version", "cdmm", "ncore_version", "arch")
 

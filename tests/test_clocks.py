@@ -84,13 +84,3 @@ def test_a_date_deep_inside_a_message_is_not_the_line_time() -> None:
 def test_kernel_families(line, boot, zone, expected, message) -> None:
     ctx = ClockContext(reference=REF, node_zone=zone, boot_time=boot)
     assert kernel_time(line, ctx) == (expected, message)
-
-
-def test_zone_named_falls_back_to_utc_and_says_so() -> None:
-    from slurm_hooks.timeline.clocks import zone_named
-
-    notes: list[str] = []
-    assert zone_named("Asia/Tokyo", "x", notes) == ZoneInfo("Asia/Tokyo")
-    assert zone_named("", "x", notes) == UTC and notes == []
-    assert zone_named("Mars/Olympus", "job.json: timezone", notes) == UTC
-    assert notes == ["job.json: timezone='Mars/Olympus' is not an IANA zone; using UTC"]

@@ -131,28 +131,3 @@ def _strip_raw(rest: str) -> str:
 
 def _since_boot(seconds: float, ctx: ClockContext) -> datetime | None:
     return ctx.boot_time + timedelta(seconds=seconds) if ctx.boot_time else None
-
-
-def zone_named(name: object, where: str, notes: list[str] | None = None) -> tzinfo:
-    """The IANA zone `name`; UTC where it is empty, or unknown (then said in `notes` as `where`)."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    if not name:
-        return timezone.utc
-    try:
-        return ZoneInfo(str(name))
-    except (ZoneInfoNotFoundError, ValueError):
-        if notes is not None:
-            notes.append(f"{where}={name!r} is not an IANA zone; using UTC")
-        return timezone.utc
-
-
-def parse_iso(value: object, default_zone: tzinfo = timezone.utc) -> datetime | None:
-    """An ISO-8601 string (job.json, node facts); a naive value is in `default_zone`."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=default_zone)

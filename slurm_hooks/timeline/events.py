@@ -10,9 +10,10 @@ from pathlib import Path
 
 from slurm_hooks.bundle import Bundle
 from slurm_hooks.rules import Rule, RulePack
-from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time, parse_iso, zone_named
+from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.prefixes import strip_prefixes
 from slurm_hooks.timeline.scan import MAX_LINE, Hit, Scanner, decode
+from slurm_hooks.times import parse_iso, zone_named
 
 MAX_EVENTS_PER_RULE = 5000  # per file; a log that repeats a line a million times gets counted, not kept
 MAX_PLACED = 500  # untimed lines placed between their neighbours, per file

@@ -1,0 +1,23 @@
+"""Diagnosis: a bundle's timeline and node facts -> label, root node and rank, evidence and advice.
+
+Stages, each its own module: `order` (before/after under clock uncertainty), `ranks` (which rank
+ran where), `crash` (one crash from its sightings, frames and save window), `verdict` (label and
+root, no prose), `wording` (summary and advice from a verdict), and `classify`, which reads top
+to bottom like log-signatures §8.
+"""
+
+from __future__ import annotations
+
+from slurm_hooks.bundle import Bundle
+from slurm_hooks.diagnose.classify import classify
+from slurm_hooks.diagnose.result import LABELS, Diagnosis
+from slurm_hooks.rules import RulePack
+from slurm_hooks.timeline.events import build_timeline
+from slurm_hooks.timeline.scan import Scanner, default_scanner
+
+__all__ = ["LABELS", "Diagnosis", "diagnose"]
+
+
+def diagnose(bundle: Bundle, pack: RulePack, scanner: Scanner | None = None) -> Diagnosis:
+    timeline = build_timeline(bundle, pack, scanner or default_scanner())
+    return classify(bundle, timeline, pack)

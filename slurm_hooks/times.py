@@ -1,0 +1,34 @@
+"""Low-level time helpers shared by every layer: ISO strings and IANA zone names -> aware values.
+
+It sits below `bundle`, `evidence` and `timeline`, so reading a bundle's job.json needs nothing
+from the log-scanning layer above it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone, tzinfo
+
+
+def zone_named(name: object, where: str, notes: list[str] | None = None) -> tzinfo:
+    """The IANA zone `name`; UTC where it is empty, or unknown (then said in `notes` as `where`)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not name:
+        return timezone.utc
+    try:
+        return ZoneInfo(str(name))
+    except (ZoneInfoNotFoundError, ValueError):
+        if notes is not None:
+            notes.append(f"{where}={name!r} is not an IANA zone; using UTC")
+        return timezone.utc
+
+
+def parse_iso(value: object, default_zone: tzinfo = timezone.utc) -> datetime | None:
+    """An ISO-8601 string (job.json, node facts); a naive value is in `default_zone`."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=default_zone)

@@ -1,0 +1,25 @@
+"""The low-level time helpers: zone names and ISO strings."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+from slurm_hooks.times import parse_iso, zone_named
+
+UTC = timezone.utc
+
+
+def test_zone_named_falls_back_to_utc_and_says_so() -> None:
+    notes: list[str] = []
+    assert zone_named("Asia/Tokyo", "x", notes) == ZoneInfo("Asia/Tokyo")
+    assert zone_named("", "x", notes) == UTC and notes == []
+    assert zone_named("Mars/Olympus", "job.json: timezone", notes) == UTC
+    assert notes == ["job.json: timezone='Mars/Olympus' is not an IANA zone; using UTC"]
+
+
+def test_parse_iso_keeps_offsets_and_gives_naive_values_the_default_zone() -> None:
+    tokyo = ZoneInfo("Asia/Tokyo")
+    assert parse_iso("2025-12-20T04:11:02Z") == datetime(2025, 12, 20, 4, 11, 2, tzinfo=UTC)
+    assert parse_iso("2025-12-20T04:11:02", default_zone=tokyo) == datetime(2025, 12, 20, 4, 11, 2, tzinfo=tokyo)
+    assert parse_iso("not a time") is None and parse_iso(42) is None and parse_iso("") is None
