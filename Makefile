@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
-.PHONY: venv demo test test-unit lint bench cluster-up cluster-down clean
+.PHONY: venv demo test test-unit lint typecheck bench cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,10 +25,14 @@ test: venv  ## the whole suite, real Slurm included (needs root: installs and st
 	$(MAKE) cluster-up
 	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q; rc=$$?; $(MAKE) cluster-down; exit $$rc
 
-lint: venv
+lint: venv typecheck  ## ruff, then mypy --strict on the package (CI runs this before the tests)
 	$(BIN)/ruff check slurm_hooks tests bench
 
+typecheck: venv  ## mypy --strict on slurm_hooks/ (settings in pyproject.toml)
+	$(BIN)/mypy
+
 bench: venv  ## speed claims, as ratios against baselines measured in the same run
+	$(BIN)/python bench/prolog_imports.py
 	$(BIN)/python bench/hook_startup.py
 	$(BIN)/python bench/scan_throughput.py
 	$(BIN)/python bench/epilog_wall.py

@@ -151,7 +151,7 @@ def load_bundle(root: Path) -> Bundle:
 def _safe_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
     for count, member in enumerate(tar):
         if count >= MAX_TAR_MEMBERS:
-            raise BundleError(f"{tar.name}: more than {MAX_TAR_MEMBERS} members")
+            raise BundleError(f"{tar.name!s}: more than {MAX_TAR_MEMBERS} members")
         name = Path(member.name)
         if (member.isfile() or member.isdir()) and not name.is_absolute() and ".." not in name.parts:
             yield member

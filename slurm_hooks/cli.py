@@ -57,9 +57,7 @@ def _facts(args: argparse.Namespace) -> int:
 
     config = _config(strict=False)
     if args.host_root:
-        from dataclasses import replace
-
-        config = replace(config, host_root=args.host_root)
+        config = config._replace(host_root=args.host_root)
     facts = collect_facts(config, NvmlQuery(config.budgets.nvml_call_s))
     if args.json:
         print(json.dumps(facts, indent=2))

@@ -2,14 +2,17 @@
 
 Path: $SLURM_HOOKS_CONFIG, else /etc/slurm-hooks/config.yaml. A missing default file means
 all defaults; a file that exists but is wrong is an error (hooks log it and carry on with defaults).
+
+The records are typed NamedTuples, not dataclasses: every job start imports this module, and the
+`dataclasses` import (it pulls in `inspect`, `ast`, `dis`) plus building four classes cost ~13 ms
+of the Prolog's ~55 (bench/prolog_imports.py). Change a copy with `config._replace(key=value)`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 DEFAULT_PATH = "/etc/slurm-hooks/config.yaml"
 CACHE_DIR = "/run/slurm-hooks"
@@ -19,8 +22,7 @@ class ConfigError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class NcoreSource:
+class NcoreSource(NamedTuple):
     """Where the ncore (CoreWeave node image) version comes from; sources are tried in order."""
 
     type: str  # file | env | command
@@ -29,8 +31,7 @@ class NcoreSource:
     argv: tuple[str, ...] = ()  # command: argv, no shell; first line of stdout
 
 
-@dataclass(frozen=True)
-class Budgets:
+class Budgets(NamedTuple):
     prolog_s: float = 10.0  # whole Prolog; Slurm drains the node if it hangs
     nvml_call_s: float = 2.0  # each NVML call (NVML can hang on a sick GPU)
     command_s: float = 3.0  # each subprocess (ncore command, sacctmgr, journalctl)
@@ -38,21 +39,19 @@ class Budgets:
     merge_wait_s: float = 15.0  # how long the annotator waits for the other nodes' parts
 
 
-@dataclass(frozen=True)
-class Annotation:
+class Annotation(NamedTuple):
     field: str = "admin_comment"  # admin_comment | comment
     mode: str = "all"  # all | failures | shadow (diagnose and keep, never annotate)
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     host_root: str = "/"  # where the host's /proc and /sys are seen (SUNK: slurmd runs in a pod)
     state_dir: str = "/run/slurm-hooks"  # per-job node facts for the TaskProlog
     spool_dir: str = "/var/spool/slurm-hooks"  # bundles, diagnoses, annotation outbox
     log_file: str = "/var/log/slurm-hooks.log"  # JSON lines; "" = stderr
     ncore_sources: tuple[NcoreSource, ...] = (NcoreSource(type="env", name="NCORE_VERSION"),)
-    budgets: Budgets = field(default_factory=Budgets)
-    annotation: Annotation = field(default_factory=Annotation)
+    budgets: Budgets = Budgets()
+    annotation: Annotation = Annotation()
     rule_files: tuple[str, ...] = ()
     annotator: str = "epilog"  # epilog (the batch host's Epilog) | epilog_slurmctld
     log_timezone: str = "UTC"  # zone of the jobs' own log stamps (containers usually run in UTC)
@@ -66,8 +65,11 @@ _CHOICES = {"annotation.field": ("admin_comment", "comment"), "annotation.mode":
             "ncore_sources.type": ("file", "env", "command"), "annotator": ("epilog", "epilog_slurmctld")}
 
 
-def _check_keys(doc: dict[str, Any], cls: type, where: str, prefix: str) -> None:
-    known = {f.name for f in fields(cls)} - {"source"}
+_Record = Config | Budgets | Annotation | NcoreSource  # the record types a config section becomes
+
+
+def _check_keys(doc: dict[str, Any], cls: type[_Record], where: str, prefix: str) -> None:
+    known = set(cls._fields) - {"source"}
     for key in doc:
         if key not in known:
             raise ConfigError(f"{where}: unknown key '{prefix}{key}' (known: {', '.join(sorted(known))})")
@@ -81,18 +83,17 @@ def _scalar(value: Any, expected: type, where: str, key: str) -> Any:
     choices = _CHOICES.get(key)
     if choices and value not in choices:
         raise ConfigError(f"{where}: key '{key}' must be one of {', '.join(choices)}, got {value!r}")
-    if expected in (int, float) and value < 0:
+    if isinstance(value, (int, float)) and value < 0:
         raise ConfigError(f"{where}: key '{key}' must not be negative, got {value!r}")
     return value
 
 
-def _section(doc: Any, cls: type, where: str, prefix: str) -> Any:
+def _section(doc: Any, cls: type[_Record], where: str, prefix: str) -> Any:
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: key '{prefix.rstrip('.')}' must be a mapping")
     _check_keys(doc, cls, where, prefix)
-    defaults = cls()
-    values = {k: _scalar(v, type(getattr(defaults, k)), where, prefix + k) for k, v in doc.items()}
-    return cls(**values)
+    defaults = cls._field_defaults
+    return cls(**{k: _scalar(v, type(defaults[k]), where, prefix + k) for k, v in doc.items()})
 
 
 def _ncore(items: Any, where: str) -> tuple[NcoreSource, ...]:
@@ -149,6 +150,11 @@ def config_path() -> Path:
     return Path(os.environ.get("SLURM_HOOKS_CONFIG") or DEFAULT_PATH)
 
 
+def _to_dict(config: Config) -> dict[str, Any]:
+    return {**config._asdict(), "budgets": config.budgets._asdict(), "annotation": config.annotation._asdict(),
+            "ncore_sources": [n._asdict() for n in config.ncore_sources]}
+
+
 def _from_dict(doc: dict[str, Any]) -> Config:
     return Config(**{**doc, "budgets": Budgets(**doc["budgets"]), "annotation": Annotation(**doc["annotation"]),
                      "ncore_sources": tuple(NcoreSource(**{**n, "argv": tuple(n["argv"])})
@@ -177,7 +183,8 @@ def load_config(path: Path | None = None) -> Config:
         raise ConfigError(f"{path}: configuration file not found") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read configuration ({exc.strerror})") from None
-    key = f"{path}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    # This module's own mtime too: an upgrade may change defaults or fields.
+    key = f"{path}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{os.stat(__file__).st_mtime_ns}"
     cache = _cache_path()
     try:
         cached = json.loads(cache.read_text())
@@ -190,12 +197,10 @@ def load_config(path: Path | None = None) -> Config:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read configuration ({exc.strerror})") from None
     try:
-        from dataclasses import asdict
-
         from slurm_hooks.safeio import atomic_write
 
         cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache, json.dumps({"key": key, "config": asdict(config)}), mode=0o600)
+        atomic_write(cache, json.dumps({"key": key, "config": _to_dict(config)}), mode=0o600)
     except OSError:
         pass  # a read-only /run only costs speed
     return config

@@ -15,7 +15,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Protocol
+from collections.abc import MutableMapping
+from typing import Any, Protocol, cast
 
 
 class Log(Protocol):
@@ -79,11 +80,11 @@ class _AppendLogger:
 def structured(path: str, hook: str, job_id: str | None = None) -> Log:
     import structlog
 
-    def fields(_logger: Any, level: str, event: dict[str, Any]) -> dict[str, Any]:
+    def fields(_logger: Any, level: str, event: MutableMapping[str, Any]) -> dict[str, Any]:
         return {"ts": _timestamp(), "level": level, "hook": hook, "job_id": job_id, "pid": os.getpid(), **event}
 
-    return structlog.wrap_logger(
+    return cast(Log, structlog.wrap_logger(
         _AppendLogger(path),
         processors=[fields, structlog.processors.JSONRenderer(default=str)],
         wrapper_class=structlog.BoundLogger,
-    )
+    ))

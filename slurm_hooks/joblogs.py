@@ -14,6 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from slurm_hooks.proc import run_bounded
 
@@ -48,7 +49,7 @@ class Copied:
 
 
 def copy_as_user(source: str, dest: Path, uid: int, gid: int, limit: int, timeout_s: float) -> Copied:
-    as_user = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 else {}
+    as_user: dict[str, Any] = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 else {}
     with open(dest, "wb") as out:
         try:
             proc = run_bounded([sys.executable, "-S", "-c", _READER, source, str(limit)], timeout_s,

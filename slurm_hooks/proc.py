@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 _live: set[int] = set()
 # Slurm gives hooks no PATH; the tools they run are parsed in the C locale.
@@ -19,6 +21,8 @@ def run_bounded(argv: Sequence[str], timeout_s: float, env: dict[str, str] | Non
     """Like subprocess.run(timeout=...), but the whole process group dies with it: a `sleep` forked
     by a hung helper must not outlive the hook. `stdout` may be a file to write into directly;
     `popen` passes user/group/extra_groups. Raises subprocess.TimeoutExpired or OSError."""
+    import subprocess  # here, not at the top: every hook imports kill_all, few run a command
+
     proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=stdout or subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, env=env, **popen)
     _live.add(proc.pid)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 from slurm_hooks.diagnose.result import Diagnosis
 
 _FACT_KEYS = ("node", "gpu_model", "driver_version", "cuda_driver_version", "cdmm", "ncore_version", "arch")
 
 
-def _time(record: dict) -> str:
+def _time(record: dict[str, Any]) -> str:
     """`~` marks a line without its own stamp, placed by its neighbours."""
     if not record.get("time"):
         return "?"

@@ -6,13 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from slurm_hooks.config import Config, NcoreSource
 from slurm_hooks.facts import collect_facts
+from slurm_hooks.facts.gpu import GpuInfo
 from slurm_hooks.facts.procfs import cdmm_mode
 from tests.fakes import GB200, FailingGpu, RecordedGpu
 
@@ -21,7 +21,7 @@ NCORE_FILE = (NcoreSource(type="file", path="/etc/ncore-release"),)
 
 
 def facts_for(host: str, gpu=None, **overrides) -> dict:
-    config = replace(Config(), **{"host_root": str(HOSTS / host), "ncore_sources": NCORE_FILE, **overrides})
+    config = Config()._replace(**{"host_root": str(HOSTS / host), "ncore_sources": NCORE_FILE, **overrides})
     return collect_facts(config, gpu or FailingGpu("NVML Shared Library Not Found"))
 
 
@@ -77,7 +77,7 @@ def test_fifo_in_place_of_params_does_not_block(tmp_path: Path) -> None:
     params = root / "proc/driver/nvidia/params"
     params.unlink()
     os.mkfifo(params)
-    facts = collect_facts(replace(Config(), host_root=str(root), ncore_sources=NCORE_FILE), FailingGpu("x"))
+    facts = collect_facts(Config()._replace(host_root=str(root), ncore_sources=NCORE_FILE), FailingGpu("x"))
     assert facts["cdmm"] == "unknown"
     assert any("params" in e and "not a regular file" in e for e in facts["errors"])
 
@@ -97,7 +97,7 @@ def test_ncore_sources_in_order_with_a_hanging_command(monkeypatch) -> None:
                NcoreSource(type="file", path="/etc/ncore-release"))
     monkeypatch.setenv("TEST_NCORE", "3.7.0-rc1\nsecond line")
     facts = facts_for("gb200-cdmm-driver", ncore_sources=sources,
-                      budgets=replace(Config().budgets, command_s=0.3))
+                      budgets=Config().budgets._replace(command_s=0.3))
     assert facts["ncore_version"] == "3.7.0-rc1"
     assert any("no answer within 0.3s" in e for e in facts["errors"])
 
@@ -111,3 +111,22 @@ def test_facts_cli_on_this_gpu_less_machine_exits_0_and_says_why(tmp_path: Path)
     facts = json.loads(out.stdout)
     assert facts["cdmm"] == "on" and facts["driver_version"] == "580.95.05"
     assert any(e.startswith("NVML:") for e in facts["errors"])
+
+
+def test_real_h200_host_root_reads_as_recorded_on_the_node() -> None:
+    """/proc of a real H200 node (R580 on x86_64, `CoherentGPUMemoryMode: ""`): CDMM off.
+
+    recorded-facts.json is what `slurm-hooks facts --json` printed on that node.
+    """
+    root = HOSTS / "real-h200"
+    recorded = json.loads((root / "recorded-facts.json").read_text())
+    h200 = GpuInfo(driver_version="580.159.04", cuda_driver_version="13.0", gpu_model="NVIDIA H200", gpu_count=1)
+    facts = collect_facts(Config()._replace(host_root=str(root), ncore_sources=()), RecordedGpu(h200))
+    same = ("driver_version", "cuda_driver_version", "cdmm", "gpu_model", "gpu_count", "kernel", "timezone",
+            "boot_time")
+    assert {k: facts[k] for k in same} == {k: recorded[k] for k in same}
+    assert facts["cdmm"] == "off" and facts["cdmm_source"]["raw"] == "" and not facts["cdmm_source"]["numa_status"]
+    assert facts["errors"] == []
+    without_nvml = collect_facts(Config()._replace(host_root=str(root), ncore_sources=()), FailingGpu("no NVML"))
+    assert (without_nvml["driver_version"], without_nvml["gpu_model"], without_nvml["gpu_count"]) == (
+        "580.159.04", "NVIDIA H200", 1)

@@ -1,4 +1,4 @@
-"""GPU identity through NVML (nvidia-ml-py), every call bounded: NVML can hang on a sick GPU."""
+"""GPU identity through NVML (facts/nvml.py), every call bounded: NVML can hang on a sick GPU."""
 
 from __future__ import annotations
 
@@ -6,16 +6,14 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 
 class GpuQueryError(Exception):
     """NVML is missing, failed, or did not answer in time; the message says which."""
 
 
-@dataclass(frozen=True)
-class GpuInfo:
+class GpuInfo(NamedTuple):  # NamedTuple, not dataclass: see config.py
     driver_version: str | None
     cuda_driver_version: str | None
     gpu_model: str | None
@@ -38,7 +36,7 @@ class _Worker:
             fn, args, reply = self.jobs.get()
             try:
                 reply.put((True, fn(*args)))
-            except Exception as exc:  # NVMLError and friends travel back to the caller
+            except Exception as exc:  # NvmlError, OSError... travel back to the caller
                 reply.put((False, exc))
 
     def call(self, timeout: float, fn: Callable[..., Any], *args: Any) -> Any:
@@ -53,37 +51,26 @@ class _Worker:
         return value
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 class NvmlQuery:
-    def __init__(self, call_timeout_s: float) -> None:
+    """The real GpuQuery. `library` is NVML's shared object (a test may point it at a stand-in)."""
+
+    def __init__(self, call_timeout_s: float, library: str = "") -> None:
         self.timeout = call_timeout_s
+        self.library = library
 
     def query(self) -> GpuInfo:
-        import ctypes
+        from slurm_hooks.facts.nvml import LIBRARY, Nvml
 
-        try:  # where the library is missing (no GPU, a pod without the driver mounts) skip pynvml's ~25 ms import
-            ctypes.CDLL("libnvidia-ml.so.1")
-        except OSError as exc:
-            raise GpuQueryError(f"libnvidia-ml.so.1 not loadable: {exc}") from None
         try:
-            import pynvml
-        except ImportError as exc:
-            raise GpuQueryError(f"nvidia-ml-py not importable: {exc}") from None
-        worker = _Worker()
-        call = worker.call
-        call(self.timeout, pynvml.nvmlInit)
+            nvml = Nvml(self.library or LIBRARY)
+        except OSError as exc:  # no GPU, or a pod without the driver mounts
+            raise GpuQueryError(f"{self.library or LIBRARY} not loadable: {exc}") from None
+        call = _Worker().call
+        call(self.timeout, nvml.init)
         try:
-            driver = _text(call(self.timeout, pynvml.nvmlSystemGetDriverVersion))
-            cuda = call(self.timeout, pynvml.nvmlSystemGetCudaDriverVersion_v2)
-            count = int(call(self.timeout, pynvml.nvmlDeviceGetCount))
-            model = None
-            if count:
-                handle = call(self.timeout, pynvml.nvmlDeviceGetHandleByIndex, 0)
-                model = _text(call(self.timeout, pynvml.nvmlDeviceGetName, handle))
+            count = int(call(self.timeout, nvml.device_count))
+            return GpuInfo(call(self.timeout, nvml.driver_version), call(self.timeout, nvml.cuda_driver_version),
+                           call(self.timeout, nvml.device_name, 0) if count else None, count)
         finally:
             with contextlib.suppress(GpuQueryError):
-                call(self.timeout, pynvml.nvmlShutdown)
-        return GpuInfo(driver, f"{cuda // 1000}.{cuda % 1000 // 10}", model, count)
+                call(self.timeout, nvml.shutdown)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from slurm_hooks.config import NcoreSource
@@ -28,14 +27,9 @@ def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: floa
             elif src.type == "env":
                 value = _first_line(os.environ.get(src.name, ""))
             else:
-                out = run_bounded(src.argv, timeout_s)
-                if out.returncode != 0:
-                    errors.append(f"ncore command {src.argv[0]}: exit {out.returncode}")
-                    continue
-                value = _first_line(out.stdout.decode(errors="replace"))
-        except subprocess.TimeoutExpired:
-            errors.append(f"ncore command {src.argv[0]}: no answer within {timeout_s:g}s")
-            continue
+                value = _from_command(src.argv, timeout_s, errors)
+                if value is None:
+                    continue  # why is already in `errors`
         except OSError as exc:
             errors.append(f"ncore {src.type} {src.path or src.name or src.argv[0]}: {exc.strerror or exc}")
             continue
@@ -43,3 +37,18 @@ def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: floa
             return value
         errors.append(f"ncore {src.type} {src.path or src.name or src.argv[0]}: empty")
     return None
+
+
+def _from_command(argv: tuple[str, ...], timeout_s: float, errors: list[str]) -> str | None:
+    """First line of the command's output ("" if none); a failing command is noted in `errors`: None."""
+    import subprocess  # only sites with a command source pay for it on the job-start path
+
+    try:
+        out = run_bounded(argv, timeout_s)
+    except subprocess.TimeoutExpired:
+        errors.append(f"ncore command {argv[0]}: no answer within {timeout_s:g}s")
+        return None
+    if out.returncode != 0:
+        errors.append(f"ncore command {argv[0]}: exit {out.returncode}")
+        return None
+    return _first_line(out.stdout.decode(errors="replace")) or ""

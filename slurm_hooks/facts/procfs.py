@@ -8,8 +8,8 @@ NUMA mode, so its presence says off. Drivers before R580 have no CDMM at all.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from slurm_hooks.safeio import read_small
 
@@ -18,8 +18,7 @@ _PARAM = re.compile(r'^CoherentGPUMemoryMode:\s*"?([^"\n]*)"?\s*$', re.M)
 _MODEL = re.compile(r"^Model:\s*(.+?)\s*$", re.M)
 
 
-@dataclass
-class ProcNvidia:
+class ProcNvidia(NamedTuple):  # NamedTuple, not dataclass: see config.py
     driver_loaded: bool = False
     driver_version: str | None = None
     gpu_model: str | None = None
@@ -27,7 +26,7 @@ class ProcNvidia:
     cdmm_raw: str | None = None  # the params value; None when there is no such line
     params_path: str | None = None
     numa_status: bool = False
-    errors: list[str] = field(default_factory=list)
+    errors: tuple[str, ...] = ()
 
 
 def _major(version: str | None) -> int | None:
@@ -55,37 +54,34 @@ def cdmm_mode(raw: str | None, driver: str | None, numa_status: bool) -> str:
 
 def read_proc_nvidia(host_root: str) -> ProcNvidia:
     base = Path(host_root) / "proc/driver/nvidia"
-    out = ProcNvidia()
     if not base.is_dir():
-        out.errors.append(f"{base}: absent (no NVIDIA driver loaded on this node)")
-        return out
-    out.driver_loaded = True
+        return ProcNvidia(errors=(f"{base}: absent (no NVIDIA driver loaded on this node)",))
+    errors: list[str] = []
+    driver = model = cdmm_raw = params_path = None
     try:
-        text = read_small(base / "version")
-        if m := _VERSION.search(text):
-            out.driver_version = m.group(1)
+        if m := _VERSION.search(read_small(base / "version")):
+            driver = m.group(1)
         else:
-            out.errors.append(f"{base}/version: no driver version in it")
+            errors.append(f"{base}/version: no driver version in it")
     except OSError as exc:
-        out.errors.append(f"{base}/version: {exc.strerror or exc}")
+        errors.append(f"{base}/version: {exc.strerror or exc}")
 
     gpus = sorted((base / "gpus").glob("*")) if (base / "gpus").is_dir() else []
-    out.gpu_count = len(gpus)
+    numa_status = any((gpu / "numa_status").exists() for gpu in gpus)
     for gpu in gpus:
-        out.numa_status |= (gpu / "numa_status").exists()
-        if out.gpu_model is None:
-            try:
-                if m := _MODEL.search(read_small(gpu / "information")):
-                    out.gpu_model = m.group(1)
-            except OSError as exc:
-                out.errors.append(f"{gpu}/information: {exc.strerror or exc}")
+        try:
+            if m := _MODEL.search(read_small(gpu / "information")):
+                model = m.group(1)
+                break
+        except OSError as exc:
+            errors.append(f"{gpu}/information: {exc.strerror or exc}")
 
     try:
         m = _PARAM.search(read_small(base / "params"))
-        out.cdmm_raw = m.group(1) if m else None
-        out.params_path = str(base / "params")
-        if out.cdmm_raw is not None and out.cdmm_raw.strip().lower() not in ("", "driver", "numa"):
-            out.errors.append(f"{base}/params: CoherentGPUMemoryMode has unexpected value {out.cdmm_raw!r}")
+        cdmm_raw = m.group(1) if m else None
+        params_path = str(base / "params")
+        if cdmm_raw is not None and cdmm_raw.strip().lower() not in ("", "driver", "numa"):
+            errors.append(f"{base}/params: CoherentGPUMemoryMode has unexpected value {cdmm_raw!r}")
     except OSError as exc:
-        out.errors.append(f"{base}/params: {exc.strerror or exc}")
-    return out
+        errors.append(f"{base}/params: {exc.strerror or exc}")
+    return ProcNvidia(True, driver, model, len(gpus), cdmm_raw, params_path, numa_status, tuple(errors))

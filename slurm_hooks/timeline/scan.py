@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import IO, Protocol
 
 MAX_LINE = 8192  # bytes of one line we keep; the rest of a longer line is dropped
 _READ_CHUNK = 1 << 16
@@ -33,7 +33,7 @@ class Scanner(Protocol):
     def scan(self, path: Path, keywords: list[str]) -> Iterator[Hit]: ...
 
 
-def read_bounded_line(stream: BinaryIO, limit: int = MAX_LINE) -> tuple[bytes, bool]:
+def read_bounded_line(stream: IO[bytes], limit: int = MAX_LINE) -> tuple[bytes, bool]:
     """One line, cut at `limit` bytes (the rest is consumed, not kept); (b"", True) at EOF."""
     line = stream.readline(limit)
     if not line:
