@@ -36,7 +36,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     from slurm_hooks.rules import RulePackError, load_rule_pack
 
     try:
-        pack = load_rule_pack(args.rules)
+        pack = load_rule_pack(args.rules, strict=True)
         with open_bundle(Path(args.bundle)) as bundle:
             result = diagnose(bundle, pack)
     except (BundleError, RulePackError) as exc:

@@ -15,8 +15,8 @@ def matches(pack, line: str, source: str = "log") -> dict[str, dict[str, str]]:
     body = strip_prefixes(line).body if source == "log" else line
     out = {}
     for rule in pack.rules:
-        if rule.applies_to(source) and any(k in line for k in rule.keywords) and (m := rule.regex.search(body)):
-            out[rule.name] = {**rule.fields, **{k: v for k, v in m.groupdict().items() if v is not None}}
+        if rule.applies_to(source) and any(k in line for k in rule.keywords) and (got := rule.search(body)) is not None:
+            out[rule.name] = got
     return out
 
 
@@ -178,10 +178,95 @@ def test_bad_rule_file_names_file_and_key(tmp_path: Path, text: str, message: st
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
     with pytest.raises(RulePackError) as err:
-        load_rule_pack([bad])
+        load_rule_pack([bad], strict=True)
     assert str(bad) in str(err.value) and message in str(err.value)
 
 
 def test_missing_rule_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(RulePackError, match=r"nope\.yaml: cannot read rule file"):
-        load_rule_pack([tmp_path / "nope.yaml"])
+        load_rule_pack([tmp_path / "nope.yaml"], strict=True)
+
+
+# ------------------------------------------------------------- hostile rule files (issue 8 class 3)
+RULE = "rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: 'a'} ]\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("advice: {gpu_xid: ['{0}']}", "advice.gpu_xid[0]': unknown placeholder {0}"),
+    ("advice: {gpu_xid: ['{node.__class__}']}", "unknown placeholder {node.__class__}"),
+    ("advice: {gpu_xid: ['{node:>99999999}']}", "unknown placeholder {node:>99999999}"),
+    ("advice: [a, b]", "key 'advice' must be a mapping"),
+    ("advice: {gpu_xid: [[nested]]}", "key 'advice.gpu_xid' must be a list of strings"),
+    ("xid: {fatal_at_or_above: lots}", "key 'xid.fatal_at_or_above' must be an integer"),
+    ("xid: {fatal: [1, two]}", "key 'xid.fatal' must be a list of integers"),
+    ("ordering: {simultaneous_s: .nan}", "key 'ordering.simultaneous_s' must be a number"),
+    ("ordering: {crash_merge_s: 1e300}", "key 'ordering.crash_merge_s' must be a number"),
+    ("ordering: {frame_lines: .inf}", "key 'ordering.frame_lines' must be a number"),
+    ("ordering: {frame_lines: -1}", "key 'ordering.frame_lines' must be a number"),
+    ("ordering: {nope: 1}", "unknown key 'ordering.nope'"),
+    ("rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: 'a(?!b)'} ]",
+     "key 'pattern' is not a valid regex: invalid perl operator"),
+    ("rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: 'a', unless: '(b'} ]", "key 'unless'"),
+    ("rules: [ {name: x, family: f, role: primary, keywords: [\"a\\nb\"], pattern: a} ]", "one-line strings"),
+    ("rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: a, priority: true} ]", "key 'priority'"),
+    ("rules: [ {family: f} ]", "key 'name' must be a str"),
+])
+def test_bad_values_name_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    with pytest.raises(RulePackError) as err:
+        load_rule_pack([bad], strict=True)
+    assert str(bad) in str(err.value) and message in str(err.value)
+
+
+def test_non_utf8_rule_file_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("advice: {gpu_xid: ['caf\xe9']}".encode("latin-1"))
+    with pytest.raises(RulePackError, match=r"latin1\.yaml: rule file is not UTF-8"):
+        load_rule_pack([bad], strict=True)
+
+
+def test_hooks_leave_a_bad_file_out_whole_and_say_so(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(RULE + "ordering: {simultaneous_s: .nan}\n")
+    good = tmp_path / "good.yaml"
+    good.write_text("advice: {gpu_xid: ['site advice for {node}']}\n")
+    pack = load_rule_pack([bad, good])  # the hooks' default: never raise
+    assert "x" not in {r.name for r in pack.rules}  # nothing of the bad file, not even its valid rule
+    assert pack.ordering.simultaneous_s == 2.0
+    assert pack.advice["gpu_xid"] == ("site advice for {node}",)
+    assert pack.sources[-1] == str(good) and len(pack.skipped) == 1 and str(bad) in pack.skipped[0]
+
+
+def test_catastrophic_operator_pattern_is_accepted_and_fast(tmp_path: Path) -> None:
+    extra = tmp_path / "site.yaml"
+    extra.write_text("rules: [ {name: evil, family: f, role: context, keywords: [Z], pattern: '^(.*)*(.*)*Z$'} ]\n")
+    rule = next(r for r in load_rule_pack([extra], strict=True).rules if r.name == "evil")
+    assert rule.search("a" * 8192 + "Z") == {} and rule.search("a" * 100_000) is None  # instant with RE2
+
+
+def test_unless_excludes_what_the_pattern_would_take(pack) -> None:
+    assert "ib_async_event" in matches(pack, "host:1:2 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change")
+    got = matches(pack, "host:1:2 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : port error")
+    assert "ib_port_error" in got and "ib_async_event" not in got
+
+
+def test_advice_fills_names_only() -> None:
+    from slurm_hooks.rules.advice import MAX_VALUE, fill
+
+    assert fill("on {node}, rank {rank}; {0} {node.__class__} {node:>99999999} {{x}}", {"node": "n1", "rank": 3}) \
+        == "on n1, rank 3; {0} {node.__class__} {node:>99999999} {{x}}"
+    assert fill("{driver}", {}) == "unknown"
+    assert fill("{node}", {"node": "x" * 10_000}) == "x" * MAX_VALUE
+
+
+def test_a_left_out_rule_file_shows_in_the_diagnosis(tmp_path: Path) -> None:
+    from slurm_hooks.bundle import load_bundle
+    from slurm_hooks.diagnose import diagnose
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"\xff\xfe not utf-8")
+    pack = load_rule_pack([bad])
+    got = diagnose(load_bundle(Path(__file__).parent.parent / "slurm_hooks/examples/cdmm-checkpoint-segfault"), pack)
+    assert got.label == "cdmm_checkpoint_segfault"
+    assert any("bad.yaml: rule file is not UTF-8" in s for s in got.skipped)

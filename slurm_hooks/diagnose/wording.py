@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from slurm_hooks.bundle import JobInfo
 from slurm_hooks.diagnose.result import iso
 from slurm_hooks.diagnose.verdict import Seen, Verdict
 from slurm_hooks.rules import RulePack
+from slurm_hooks.rules.advice import fill
 
 _SYMPTOM_WHAT = {"nccl_timeout": "hit the NCCL watchdog timeout", "fabric": "logged IB/RoCE errors",
                  "nccl_error": "logged NCCL errors", "cuda_error": "logged CUDA errors",
@@ -93,14 +93,14 @@ def _seen(s: Seen | None) -> str:
 
 
 def advice(v: Verdict, pack: RulePack, job: JobInfo, facts: dict[str, Any]) -> list[str]:
-    values = defaultdict(lambda: "unknown", {
+    values = {
         "node": v.node or "the node", "rank": v.rank if v.rank is not None else "?",
         "driver": facts.get("driver_version") or "unknown",
         "cuda_driver": facts.get("cuda_driver_version") or "unknown",
         "cdmm": facts.get("cdmm") or "unknown", "ncore": facts.get("ncore_version") or "unknown",
         "gpu_model": facts.get("gpu_model") or "unknown", "state": job.state or "unknown",
-        "xid": v.details.get("xid", "?")})
-    return [line.format_map(values) for line in pack.advice.get(v.label, ())]
+        "xid": v.details.get("xid", "?")}
+    return [fill(line, values) for line in pack.advice.get(v.label, ())]
 
 
 def _who(rank: int | None, node: str | None) -> str:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import re
+import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from slurm_hooks.rules.advice import template_errors
+from slurm_hooks.rules.pattern import LinearPattern, PatternError, compile_linear
+
 ROLES = ("primary", "symptom", "marker", "frame", "context")
 SOURCES = ("log", "kernel", "any")
+MAX_RULE_FILE = 4 << 20  # bytes; a rule file is a page of YAML
 
 
 class RulePackError(ValueError):
@@ -26,12 +30,20 @@ class Rule:
     role: str
     source: str
     keywords: tuple[str, ...]
-    regex: re.Pattern[str]
+    regex: LinearPattern
     fields: dict[str, str] = field(default_factory=dict)
     priority: int = 0
+    unless: LinearPattern | None = None  # a line this also matches is not this rule (RE2 has no `(?!...)`)
 
     def applies_to(self, source_kind: str) -> bool:
         return self.source in ("any", source_kind)
+
+    def search(self, body: str) -> dict[str, str] | None:
+        """The event fields when `body` matches, else None."""
+        m = self.regex.search(body)
+        if m is None or (self.unless is not None and self.unless.search(body)):
+            return None
+        return {**self.fields, **{k: v for k, v in m.groupdict().items() if v is not None}}
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,9 @@ class Ordering:
     frame_lines: int = 200
 
 
+ORDERING_MAX = 7 * 86400  # seconds or lines; beyond a week no ordering value means anything
+
+
 @dataclass(frozen=True)
 class RulePack:
     rules: tuple[Rule, ...]
@@ -59,6 +74,7 @@ class RulePack:
     xid_known: frozenset[int]
     advice: dict[str, tuple[str, ...]]
     sources: tuple[str, ...]
+    skipped: tuple[str, ...] = ()  # operator rule files left out, and why
 
     def keywords(self, source_kind: str) -> list[str]:
         seen: dict[str, None] = {}
@@ -70,9 +86,16 @@ class RulePack:
 
 def _require(doc: dict[str, Any], key: str, kind: type, where: str) -> Any:
     value = doc.get(key)
-    if not isinstance(value, kind):
+    if not isinstance(value, kind) or isinstance(value, bool) != (kind is bool):
         raise RulePackError(f"{where}: key '{key}' must be a {kind.__name__}, got {value!r}")
     return value
+
+
+def _pattern(raw: dict[str, Any], key: str, where: str) -> LinearPattern:
+    try:
+        return compile_linear(_require(raw, key, str, where))
+    except PatternError as exc:
+        raise RulePackError(f"{where}: key '{key}' is not a valid regex: {exc}") from None
 
 
 def _parse_rule(raw: Any, where: str) -> Rule | None:
@@ -89,17 +112,13 @@ def _parse_rule(raw: Any, where: str) -> Rule | None:
     if source not in SOURCES:
         raise RulePackError(f"{where}: key 'source' must be one of {', '.join(SOURCES)}, got {source!r}")
     keywords = _require(raw, "keywords", list, where)
-    if not keywords or not all(isinstance(k, str) and k for k in keywords):
-        raise RulePackError(f"{where}: key 'keywords' must be a non-empty list of non-empty strings")
-    try:
-        regex = re.compile(_require(raw, "pattern", str, where))
-    except re.error as exc:
-        raise RulePackError(f"{where}: key 'pattern' is not a valid regex: {exc}") from None
-    fields = raw.get("fields") or {}
-    if not isinstance(fields, dict):
+    if not keywords or not all(isinstance(k, str) and k and "\n" not in k and "\r" not in k for k in keywords):
+        raise RulePackError(f"{where}: key 'keywords' must be a non-empty list of non-empty one-line strings")
+    fields_ = raw.get("fields") or {}
+    if not isinstance(fields_, dict):
         raise RulePackError(f"{where}: key 'fields' must be a mapping")
     priority = raw.get("priority", 0)
-    if not isinstance(priority, int):
+    if not isinstance(priority, int) or isinstance(priority, bool) or abs(priority) > 10**6:
         raise RulePackError(f"{where}: key 'priority' must be an integer, got {priority!r}")
     return Rule(
         name=name,
@@ -107,16 +126,17 @@ def _parse_rule(raw: Any, where: str) -> Rule | None:
         role=role,
         source=source,
         keywords=tuple(keywords),
-        regex=regex,
-        fields={str(k): str(v) for k, v in fields.items()},
+        regex=_pattern(raw, "pattern", where),
+        fields={str(k): str(v) for k, v in fields_.items()},
         priority=priority,
+        unless=_pattern(raw, "unless", where) if "unless" in raw else None,
     )
 
 
 def _load_yaml(text: str, where: str) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
         raise RulePackError(f"{where}: not valid YAML: {exc}") from None
     if not isinstance(doc, dict):
         raise RulePackError(f"{where}: top level must be a mapping with a 'rules' list")
@@ -125,53 +145,114 @@ def _load_yaml(text: str, where: str) -> dict[str, Any]:
 
 def _int_list(doc: dict[str, Any], key: str, where: str) -> frozenset[int]:
     values = doc.get(key, [])
-    if not isinstance(values, list) or not all(isinstance(v, int) for v in values):
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         raise RulePackError(f"{where}: key 'xid.{key}' must be a list of integers")
     return frozenset(values)
 
 
-def load_rule_pack(extra_files: Iterable[str | Path] = ()) -> RulePack:
-    """The shipped pack, then each operator file in order: same name replaces, new name adds."""
-    default_text = resources.files(__package__).joinpath("default.yaml").read_text(encoding="utf-8")
-    docs = [("default.yaml (shipped)", _load_yaml(default_text, "default.yaml (shipped)"))]
+def _ordering(values: dict[str, Any]) -> Ordering:
+    kinds = {f.name: f.type for f in fields(Ordering)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in kinds:
+            raise RulePackError(f"ordering: unknown key 'ordering.{key}' (known: {', '.join(kinds)})")
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or not 0 <= value <= ORDERING_MAX:
+            raise RulePackError(f"ordering: key 'ordering.{key}' must be a number from 0 to {ORDERING_MAX}, "
+                                f"got {value!r}")
+        out[key] = int(value) if kinds[key] in ("int", int) else float(value)
+    return Ordering(**out)
+
+
+@dataclass
+class _Merged:
+    """What the files say so far, later files overriding earlier ones."""
+
+    rules: dict[str, Rule | None] = field(default_factory=dict)
+    ordering: dict[str, Any] = field(default_factory=dict)
+    xid: dict[str, Any] = field(default_factory=dict)
+    advice: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
+    """Validate one file whole, then fold it in: a bad file changes nothing."""
+    rules = doc.get("rules", [])
+    if not isinstance(rules, list):
+        raise RulePackError(f"{where}: key 'rules' must be a list")
+    parsed: dict[str, Rule | None] = {}
+    for i, raw in enumerate(rules):
+        rule = _parse_rule(raw, f"{where}: rules[{i}]")  # raises unless raw is a mapping with a name
+        parsed[raw["name"]] = rule
+    advice = doc.get("advice") or {}
+    if not isinstance(advice, dict):
+        raise RulePackError(f"{where}: key 'advice' must be a mapping of label to a list of lines")
+    for label, lines in advice.items():
+        if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
+            raise RulePackError(f"{where}: key 'advice.{label}' must be a list of strings")
+        for i, line in enumerate(lines):
+            if problems := template_errors(line):
+                raise RulePackError(f"{where}: key 'advice.{label}[{i}]': {problems[0]}")
+    ordering = {**merged.ordering, **(_require(doc, "ordering", dict, where) if "ordering" in doc else {})}
+    xid = {**merged.xid, **(_require(doc, "xid", dict, where) if "xid" in doc else {})}
+    try:
+        _ordering(ordering)
+        _xid(xid)
+    except RulePackError as exc:
+        raise RulePackError(f"{where}: {exc}") from None
+    merged.rules.update(parsed)
+    merged.ordering, merged.xid = ordering, xid
+    merged.advice.update({str(k): tuple(v) for k, v in advice.items()})
+
+
+def _xid(doc: dict[str, Any]) -> tuple[XidPolicy, frozenset[int]]:
+    known = frozenset().union(*(_int_list(doc, k, "xid") for k in ("fatal", "app", "consequence", "warning")))
+    above = doc.get("fatal_at_or_above", 10**6)
+    if not isinstance(above, int) or isinstance(above, bool):
+        raise RulePackError(f"xid: key 'xid.fatal_at_or_above' must be an integer, got {above!r}")
+    return XidPolicy(_int_list(doc, "fatal", "xid"), above), known
+
+
+def _read_rule_file(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_RULE_FILE + 1)
+    except OSError as exc:
+        raise RulePackError(f"{path}: cannot read rule file: {exc.strerror}") from None
+    if len(raw) > MAX_RULE_FILE:
+        raise RulePackError(f"{path}: rule file larger than {MAX_RULE_FILE} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RulePackError(f"{path}: rule file is not UTF-8 (byte {exc.start})") from None
+
+
+def load_rule_pack(extra_files: Iterable[str | Path] = (), strict: bool = False) -> RulePack:
+    """The shipped pack, then each operator file in order: same name replaces, new name adds.
+
+    A bad operator file is left out whole and said in `skipped`; the hooks go on with the rest.
+    strict (the `diagnose` CLI): it raises RulePackError naming the file and the key instead.
+    """
+    shipped = "default.yaml (shipped)"
+    merged = _Merged()
+    _merge(merged, _load_yaml(resources.files(__package__).joinpath("default.yaml").read_text("utf-8"), shipped),
+           shipped)
+    sources, skipped = [shipped], []
     for path in extra_files:
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise RulePackError(f"{path}: cannot read rule file: {exc.strerror}") from None
-        docs.append((str(path), _load_yaml(text, str(path))))
-
-    by_name: dict[str, Rule | None] = {}
-    ordering: dict[str, Any] = {}
-    xid_doc: dict[str, Any] = {}
-    advice: dict[str, tuple[str, ...]] = {}
-    for where, doc in docs:
-        rules = doc.get("rules", [])
-        if not isinstance(rules, list):
-            raise RulePackError(f"{where}: key 'rules' must be a list")
-        for i, raw in enumerate(rules):
-            rule = _parse_rule(raw, f"{where}: rules[{i}]")
-            by_name[raw["name"]] = rule
-        if "ordering" in doc:
-            ordering.update(_require(doc, "ordering", dict, where))
-        if "xid" in doc:
-            xid_doc.update(_require(doc, "xid", dict, where))
-        for label, lines in (doc.get("advice") or {}).items():
-            if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
-                raise RulePackError(f"{where}: key 'advice.{label}' must be a list of strings")
-            advice[str(label)] = tuple(lines)
-
-    try:
-        order = Ordering(**{k: type(getattr(Ordering, k))(v) for k, v in ordering.items()})
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise RulePackError(f"ordering: invalid key or value: {exc}") from None
-    known = frozenset().union(*(_int_list(xid_doc, k, "xid") for k in ("fatal", "app", "consequence", "warning")))
-    policy = XidPolicy(_int_list(xid_doc, "fatal", "xid"), int(xid_doc.get("fatal_at_or_above", 10**6)))
+            _merge(merged, _load_yaml(_read_rule_file(Path(path)), str(path)), str(path))
+        except RulePackError as exc:
+            if strict:
+                raise
+            skipped.append(f"rule file left out: {exc}")
+            continue
+        sources.append(str(path))
+    policy, known = _xid(merged.xid)
     return RulePack(
-        rules=tuple(r for r in by_name.values() if r is not None),
-        ordering=order,
+        rules=tuple(r for r in merged.rules.values() if r is not None),
+        ordering=_ordering(merged.ordering),
         xid=policy,
         xid_known=known,
-        advice=advice,
-        sources=tuple(w for w, _ in docs),
+        advice=merged.advice,
+        sources=tuple(sources),
+        skipped=tuple(skipped),
     )

@@ -19,7 +19,6 @@ _ELASTIC = re.compile(r"^\s*[EWIF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6}
 _YEARED = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?(?!\d)"
 )
-_SLURM_LINE = re.compile(r"slurmstepd|\*\*\* (?:JOB|STEP) \S+ .*CANCELLED AT ")
 # Only the head of a line carries its time; a date deep inside a message is content.
 _HEAD = 72
 
@@ -81,6 +80,11 @@ def _aware(fields: tuple[str, ...], frac: str | None, zone: tzinfo) -> datetime 
         return None
 
 
+def _is_slurm_line(body: str) -> bool:
+    """slurmstepd's own lines and `*** JOB 5 ON n CANCELLED AT …`: substring tests, linear whatever the line."""
+    return "slurmstepd" in body or ("CANCELLED AT " in body and ("*** JOB " in body or "*** STEP " in body))
+
+
 def log_time(body: str, ctx: ClockContext) -> datetime | None:
     """Wall time (UTC) of a job-log line after prefix stripping, or None if it carries none."""
     if m := _C10.match(body):
@@ -92,7 +96,7 @@ def log_time(body: str, ctx: ClockContext) -> datetime | None:
     if m := _ELASTIC.match(body):
         hms = (int(m.group(3)), int(m.group(4)), int(m.group(5)))
         return _with_year(int(m.group(1)), int(m.group(2)), hms, int(m.group(6)), ctx.log_zone, ctx.reference)
-    slurm = _SLURM_LINE.search(body) is not None
+    slurm = _is_slurm_line(body)
     m = _YEARED.search(body if slurm else body[:_HEAD])
     if m:
         zone = _zone(m.group(8), ctx.slurm_zone if slurm else ctx.log_zone)

@@ -108,9 +108,8 @@ class _Collector:
 def _match(rules: list[Rule], line: str, body: str) -> list[tuple[Rule, dict[str, str]]]:
     found = []
     for rule in rules:
-        if any(k in line for k in rule.keywords) and (m := rule.regex.search(body)):
-            fields = {k: v for k, v in m.groupdict().items() if v is not None}
-            found.append((rule, {**rule.fields, **fields}))
+        if any(k in line for k in rule.keywords) and (fields := rule.search(body)) is not None:
+            found.append((rule, fields))
     return found
 
 
@@ -260,6 +259,7 @@ def _task_nodes(events: list[Event]) -> dict[int, str]:
 def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline:
     job = bundle.job
     notes = bundle.skipped
+    notes.extend(n for n in pack.skipped if n not in notes)
     ctx = ClockContext(reference=job.start or job.end, log_zone=job.log_zone, slurm_zone=job.slurm_zone,
                        node_zone=timezone.utc)
     margin = timedelta(seconds=pack.ordering.window_margin_s)

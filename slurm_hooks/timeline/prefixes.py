@@ -6,8 +6,10 @@ import re
 from dataclasses import dataclass
 
 # srun --label (` 93: `), torchrun --tee (`[default3]:`), c10 (`[rank3]:`), outer to inner.
+# Bounded runs: `\w*?` then `\d+` backtracked quadratically over `[a000…` (Python's `re`).
 _PREFIX = re.compile(
-    r"^(?:\s*(?P<task>\d{1,6}): ?)?(?:\[(?P<role>[A-Za-z_]\w*?)(?P<lrank>\d+)\]:)?(?:\[rank(?P<rank>\d+)\]:)?"
+    r"^(?:\s*(?P<task>\d{1,6}): ?)?(?:\[(?P<role>[A-Za-z_]\w{0,63}?)(?P<lrank>\d{1,9})\]:)?"
+    r"(?:\[rank(?P<rank>\d{1,9})\]:)?"
 )
 
 
