@@ -83,16 +83,31 @@ def _read_json(path: Path, skipped: list[str]) -> dict[str, Any] | None:
     except ValueError as exc:
         skipped.append(f"{rel}: not valid JSON ({exc.args[0].split(':')[0]}); ignored")
         return None
+    except RecursionError:  # `[[[[…` 200,000 deep fits in MAX_JSON_BYTES
+        skipped.append(f"{rel}: nested too deep to be ours; ignored")
+        return None
     if not isinstance(doc, dict):
         skipped.append(f"{rel}: not a JSON object; ignored")
         return None
     return doc
 
 
-def _as_time(value: object, zone: tzinfo) -> datetime | None:
+YEARS = range(1970, 2200)  # a job time outside these is a bad value, not a date to compute with
+
+
+def _as_time(value: object, zone: tzinfo, key: str, skipped: list[str]) -> datetime | None:
     """job.json times carry an offset; a naive one is in Slurm's zone."""
     parsed = parse_iso(value, default_zone=zone)
-    return parsed.astimezone(timezone.utc) if parsed else None
+    if parsed is None:
+        return None
+    try:
+        utc = parsed.astimezone(timezone.utc)
+    except OverflowError:  # year 1 at +05:00, 9999-12-31 at -05:00
+        utc = None
+    if utc is None or utc.year not in YEARS:
+        skipped.append(f"job.json: {key}={value!r} is outside {YEARS.start}-{YEARS.stop}; ignored")
+        return None
+    return utc
 
 
 def _job_info(root: Path, skipped: list[str]) -> JobInfo:
@@ -104,8 +119,8 @@ def _job_info(root: Path, skipped: list[str]) -> JobInfo:
         state=str(doc.get("state") or "").split(" ")[0].upper(),
         exit_code=str(doc.get("exit_code") or ""),
         derived_exit_code=str(doc.get("derived_exit_code") or ""),
-        start=_as_time(doc.get("start_time"), slurm_zone),
-        end=_as_time(doc.get("end_time"), slurm_zone),
+        start=_as_time(doc.get("start_time"), slurm_zone, "start_time", skipped),
+        end=_as_time(doc.get("end_time"), slurm_zone, "end_time", skipped),
         nodes=tuple(str(n) for n in nodes) if isinstance(nodes, list) else (),
         batch_host=str(doc["batch_host"]) if doc.get("batch_host") else None,
         slurm_zone=slurm_zone,

@@ -10,6 +10,7 @@ of the Prolog's ~55 (bench/prolog_imports.py). Change a copy with `config._repla
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -39,6 +40,17 @@ class Budgets(NamedTuple):
     merge_wait_s: float = 15.0  # how long the annotator waits for the other nodes' parts
 
 
+class Limits(NamedTuple):
+    """Work one job's evidence may cause, whatever its logs hold; what is cut is said in `skipped`."""
+
+    hits_per_family: int = 10_000  # keyword hits a rule family examines per file; more are counted only
+    line_bytes: int = 8192  # bytes of one log line the rules see (ripgrep never holds a longer one)
+    bundle_files: int = 1000  # files read from one bundle (directory or tarball)
+    bundle_mb: int = 4096  # bytes read from one bundle's files, all together
+    tar_mb: int = 1024  # bytes extracted from a .tar.gz bundle (sparse members are refused)
+    tar_members: int = 10_000  # tarball entries looked at; the rest of the tarball is left out
+
+
 class Annotation(NamedTuple):
     field: str = "admin_comment"  # admin_comment | comment
     mode: str = "all"  # all | failures | shadow (diagnose and keep, never annotate)
@@ -52,6 +64,7 @@ class Config(NamedTuple):
     ncore_sources: tuple[NcoreSource, ...] = (NcoreSource(type="env", name="NCORE_VERSION"),)
     budgets: Budgets = Budgets()
     annotation: Annotation = Annotation()
+    limits: Limits = Limits()
     rule_files: tuple[str, ...] = ()
     annotator: str = "epilog"  # epilog (the batch host's Epilog) | epilog_slurmctld
     log_timezone: str = "UTC"  # zone of the jobs' own log stamps (containers usually run in UTC)
@@ -65,7 +78,7 @@ _CHOICES = {"annotation.field": ("admin_comment", "comment"), "annotation.mode":
             "ncore_sources.type": ("file", "env", "command"), "annotator": ("epilog", "epilog_slurmctld")}
 
 
-_Record = Config | Budgets | Annotation | NcoreSource  # the record types a config section becomes
+_Record = Config | Budgets | Annotation | Limits | NcoreSource  # the record types a config section becomes
 
 
 def _check_keys(doc: dict[str, Any], cls: type[_Record], where: str, prefix: str) -> None:
@@ -83,6 +96,8 @@ def _scalar(value: Any, expected: type, where: str, key: str) -> Any:
     choices = _CHOICES.get(key)
     if choices and value not in choices:
         raise ConfigError(f"{where}: key '{key}' must be one of {', '.join(choices)}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):  # YAML's .nan and .inf are floats
+        raise ConfigError(f"{where}: key '{key}' must be a finite number, got {value!r}")
     if isinstance(value, (int, float)) and value < 0:
         raise ConfigError(f"{where}: key '{key}' must not be negative, got {value!r}")
     return value
@@ -122,7 +137,7 @@ def parse_config(text: str, where: str) -> Config:
 
     try:
         doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
         raise ConfigError(f"{where}: not valid YAML: {exc}") from None
     if doc is None:
         return Config(source=where)
@@ -135,6 +150,8 @@ def parse_config(text: str, where: str) -> Config:
             values[key] = _section(value, Budgets, where, "budgets.")
         elif key == "annotation":
             values[key] = _section(value, Annotation, where, "annotation.")
+        elif key == "limits":
+            values[key] = _section(value, Limits, where, "limits.")
         elif key == "ncore_sources":
             values[key] = _ncore(value, where)
         elif key == "rule_files":
@@ -152,11 +169,13 @@ def config_path() -> Path:
 
 def _to_dict(config: Config) -> dict[str, Any]:
     return {**config._asdict(), "budgets": config.budgets._asdict(), "annotation": config.annotation._asdict(),
+            "limits": config.limits._asdict(),
             "ncore_sources": [n._asdict() for n in config.ncore_sources]}
 
 
 def _from_dict(doc: dict[str, Any]) -> Config:
     return Config(**{**doc, "budgets": Budgets(**doc["budgets"]), "annotation": Annotation(**doc["annotation"]),
+                     "limits": Limits(**doc["limits"]),
                      "ncore_sources": tuple(NcoreSource(**{**n, "argv": tuple(n["argv"])})
                                             for n in doc["ncore_sources"]),
                      "rule_files": tuple(doc["rule_files"])})
@@ -196,6 +215,8 @@ def load_config(path: Path | None = None) -> Config:
         config = parse_config(path.read_text(encoding="utf-8"), str(path))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read configuration ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: configuration is not UTF-8 (byte {exc.start})") from None
     try:
         from slurm_hooks.safeio import atomic_write
 

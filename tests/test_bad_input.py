@@ -97,3 +97,39 @@ def test_100mb_single_line_keeps_memory_bounded(tmp_path: Path) -> None:
     assert json.loads(out.stdout)["label"] == "checkpoint_segfault"
     peak_kib = int(out.stderr.strip().splitlines()[-1])
     assert peak_kib < 100 * 1024, f"peak RSS {peak_kib} KiB"
+
+
+# ---------------------------------------------- issue 8 class 3: a bad value is skipped, never raised
+NODE = {"node": "n1", "boot_time": "2026-01-05T09:00:00+00:00"}
+
+
+@pytest.mark.parametrize(("log", "kernel", "job", "facts", "said"), [
+    ("0: [2026-01-05 10:20:00+99:00] saving checkpoint\n", None, {}, NODE, None),
+    ("0: 2026-01-05T10:20:00+24:00 x\n0: 0001-01-01 00:00:00+05:00 y\n", None, {}, NODE, None),
+    ("", "[99999999999999999999.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n", {}, NODE,
+     None),
+    ("", "[" + "9" * 5000 + ".0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n", {}, NODE, None),
+    ("", "[  100.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n", {},
+     {"node": "n1", "boot_time": "9999-12-31T23:59:59+00:00"}, "matching lines without a usable time"),
+    ("", None, {"start_time": "0001-01-01T00:00:00+05:00"}, NODE, "start_time='0001-01-01T00:00:00+05:00' is outside"),
+    ("", None, {"end_time": "9999-12-31T23:59:59-05:00"}, NODE, "end_time='9999-12-31T23:59:59-05:00' is outside"),
+    ("", None, {"start_time": "9999-12-31T23:00:00+00:00"}, NODE, "start_time='9999-12-31T23:00:00+00:00' is outside"),
+])
+def test_impossible_times_are_skipped(tmp_path: Path, pack, log: str, kernel: str | None, job: dict, facts: dict,
+                                      said: str | None) -> None:
+    root = write_bundle(tmp_path / "b", {**JOB, **job}, {"job.out": log + CRASH}, [facts],
+                        {"n1": kernel} if kernel else None)
+    got = diagnose(load_bundle(root), pack)
+    assert got.label == "checkpoint_segfault" and got.root_rank == 0
+    if said:
+        assert any(said in s for s in got.skipped), got.skipped
+
+
+def test_job_json_nested_200000_deep_is_skipped(tmp_path: Path, pack) -> None:
+    root = write_bundle(tmp_path / "b", JOB, {"job.out": CRASH})
+    (root / "job.json").write_text("[" * 200_000 + "]" * 200_000)
+    (root / "nodes" / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    got = diagnose(load_bundle(root), pack)
+    assert got.label == "checkpoint_segfault"
+    assert "job.json: nested too deep to be ours; ignored" in got.skipped
+    assert "nodes/deep.json: nested too deep to be ours; ignored" in got.skipped

@@ -78,3 +78,35 @@ def test_cache_follows_edits(tmp_path: Path, monkeypatch) -> None:
     path.write_text("budgets: {prolog_s: x}\n")
     with pytest.raises(ConfigError):
         load_config(path)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("budgets: {epilog_s: .nan}", "key 'budgets.epilog_s' must be a finite number"),
+    ("budgets: {prolog_s: .inf}", "key 'budgets.prolog_s' must be a finite number"),
+    ("budgets: {merge_wait_s: -.inf}", "key 'budgets.merge_wait_s' must be a finite number"),
+    ("limits: {tar_mb: .inf}", "key 'limits.tar_mb' must be int"),
+    ("limits: {line_bytes: -1}", "key 'limits.line_bytes' must not be negative"),
+    ("limits: {hits: 5}", "unknown key 'limits.hits'"),
+    ("budgets: " + "[" * 5000 + "]" * 5000, "not valid YAML"),
+])
+def test_numbers_that_are_not_numbers_are_refused(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_non_utf8_config_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("log_timezone: Europe/Z\xfcrich\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin1\.yaml: configuration is not UTF-8"):
+        load_config(path)
+
+
+def test_limits_are_read_and_cached(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("limits: {hits_per_family: 50, tar_mb: 8}\n")
+    first, cached = load_config(path), load_config(path)
+    assert first.limits.hits_per_family == 50 and first.limits.tar_mb == 8 and first.limits.bundle_files == 1000
+    assert cached == first

@@ -28,8 +28,9 @@ _K_ISO = re.compile(
 )
 _K_SHORT = re.compile(r"^([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))? \S+ (?:kernel:\s*)?")
 _K_CTIME = re.compile(r"^\[[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]\s?")
-_K_RAW = re.compile(r"^\[\s*(\d+)\.(\d+)(?:@\d+)?\]\s?")
-_K_KMSG = re.compile(r"^\d+,\d+,(\d+),[^;]*;")
+# Digit runs bounded: 12 digits of seconds is 31,000 years; a longer run is not a stamp.
+_K_RAW = re.compile(r"^\[\s*(\d{1,12})\.(\d{1,9})(?:@\d{1,20})?\]\s?")
+_K_KMSG = re.compile(r"^\d{1,20},\d{1,20},(\d{1,20}),[^;]*;")
 
 
 @dataclass(frozen=True)
@@ -43,14 +44,18 @@ class ClockContext:
     boot_time: datetime | None = None  # turns dmesg seconds-since-boot into wall time
 
 
-def _zone(offset: str | None, default: tzinfo) -> tzinfo:
+def _zone(offset: str | None, default: tzinfo) -> tzinfo | None:
+    """The zone a stamp's offset names; None for an impossible one (`+99:00`: the stamp is unusable)."""
     if not offset:
         return default
     if offset == "Z":
         return timezone.utc
     sign = -1 if offset[0] == "-" else 1
     digits = offset[1:].replace(":", "")
-    return timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4])))
+    hours, minutes = int(digits[:2]), int(digits[2:4])
+    if hours > 23 or minutes > 59:
+        return None
+    return timezone(sign * timedelta(hours=hours, minutes=minutes))
 
 
 def _fraction(digits: str | None) -> int:
@@ -60,23 +65,28 @@ def _fraction(digits: str | None) -> int:
 def _with_year(month: int, day: int, hms: tuple[int, int, int], micro: int, zone: tzinfo,
                ref: datetime | None) -> datetime | None:
     """A year-less stamp gets the year that puts it nearest the job (Dec -> Jan rollover)."""
-    ref_local = (ref or datetime.now(timezone.utc)).astimezone(zone)
     best: datetime | None = None
-    for year in (ref_local.year - 1, ref_local.year, ref_local.year + 1):
-        try:
-            cand = datetime(year, month, day, *hms, micro, tzinfo=zone)
-        except ValueError:  # Feb 29 in a non-leap year, garbage digits
-            continue
-        if best is None or abs(cand - ref_local) < abs(best - ref_local):
-            best = cand
-    return best.astimezone(timezone.utc) if best else None
+    try:
+        ref_local = (ref or datetime.now(timezone.utc)).astimezone(zone)
+        for year in (ref_local.year - 1, ref_local.year, ref_local.year + 1):
+            try:
+                cand = datetime(year, month, day, *hms, micro, tzinfo=zone)
+            except ValueError:  # Feb 29 in a non-leap year, garbage digits, year 0 or 10000
+                continue
+            if best is None or abs(cand - ref_local) < abs(best - ref_local):
+                best = cand
+        return best.astimezone(timezone.utc) if best else None
+    except OverflowError:  # a reference or a stamp at the very ends of datetime's range
+        return None
 
 
-def _aware(fields: tuple[str, ...], frac: str | None, zone: tzinfo) -> datetime | None:
+def _aware(fields: tuple[str, ...], frac: str | None, zone: tzinfo | None) -> datetime | None:
+    if zone is None:
+        return None
     try:
         y, mo, d, h, mi, s = (int(x) for x in fields)
         return datetime(y, mo, d, h, mi, s, _fraction(frac), tzinfo=zone).astimezone(timezone.utc)
-    except ValueError:
+    except (ValueError, OverflowError):  # month 13, year 1 at +05:00, 9999-12-31 at -05:00
         return None
 
 
@@ -134,4 +144,9 @@ def _strip_raw(rest: str) -> str:
 
 
 def _since_boot(seconds: float, ctx: ClockContext) -> datetime | None:
-    return ctx.boot_time + timedelta(seconds=seconds) if ctx.boot_time else None
+    if not ctx.boot_time:
+        return None
+    try:
+        return ctx.boot_time + timedelta(seconds=seconds)
+    except OverflowError:  # a boot_time in 9999, or seconds no clock has counted
+        return None
