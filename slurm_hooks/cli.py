@@ -92,17 +92,18 @@ def _epilog_slurmctld(_args: argparse.Namespace) -> int:
 
 
 def _flush(_args: argparse.Namespace) -> int:
-    from slurm_hooks.delivery import deliver_backlog
-    from slurm_hooks.hooklog import structured
-    from slurm_hooks.slurm.client import SlurmCli
-    from slurm_hooks.spool import Spool
+    from slurm_hooks.clock import SystemClock
+    from slurm_hooks.deliver.annotate import deliver_backlog
+    from slurm_hooks.deliver.outbox import Outbox
+    from slurm_hooks.hooklog import HookLog
+    from slurm_hooks.hooks.deps import slurm_client
 
     config = _config()
-    log = structured(config.log_file, "flush")
-    tally = deliver_backlog(Spool(config.spool_dir), SlurmCli(config.budgets.command_s), log,
+    log = HookLog(config.log_file, "flush")
+    tally = deliver_backlog(Outbox(Path(config.spool_dir)), slurm_client(config), log, SystemClock(),
                             budget_s=300.0, retention_days=config.retention_days)
     print(f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
-          f"dropped {tally.dropped}")
+          f"dropped {tally.dropped}, quarantined {tally.quarantined}")
     return 0 if tally.pending == 0 else 1
 
 
@@ -180,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_prolog)
 
     p = sub.add_parser("task-prolog", help="Slurm TaskProlog: print the job's SLURM_HOOKS_* exports")
-    p.add_argument("--state-dir", help="default /run/slurm-hooks")
+    p.add_argument("--state-dir", help="default: the config's state_dir default, /run/slurm-hooks")
     p.set_defaults(func=_task_prolog)
 
     p = sub.add_parser("epilog", help="Slurm Epilog: spool evidence, diagnose and annotate the job (always exits 0)")

@@ -15,8 +15,10 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from slurm_hooks.layout import DEFAULT_SPOOL_DIR, DEFAULT_STATE_DIR
+
 DEFAULT_PATH = "/etc/slurm-hooks/config.yaml"
-CACHE_DIR = "/run/slurm-hooks"
+CACHE_DIR = DEFAULT_STATE_DIR
 
 
 class ConfigError(ValueError):
@@ -58,8 +60,8 @@ class Annotation(NamedTuple):
 
 class Config(NamedTuple):
     host_root: str = "/"  # where the host's /proc and /sys are seen (SUNK: slurmd runs in a pod)
-    state_dir: str = "/run/slurm-hooks"  # per-job node facts for the TaskProlog
-    spool_dir: str = "/var/spool/slurm-hooks"  # bundles, diagnoses, annotation outbox
+    state_dir: str = DEFAULT_STATE_DIR  # per-job node facts for the TaskProlog
+    spool_dir: str = DEFAULT_SPOOL_DIR  # bundles, diagnoses, annotation outbox
     log_file: str = "/var/log/slurm-hooks.log"  # JSON lines; "" = stderr
     ncore_sources: tuple[NcoreSource, ...] = (NcoreSource(type="env", name="NCORE_VERSION"),)
     budgets: Budgets = Budgets()

@@ -3,10 +3,10 @@
 Hooks have no terminal and Slurm throws their output away, so this file is where an operator
 looks. Writing it must never fail a hook: on any error the line goes to stderr instead.
 
-Two writers, one format ({"ts", "level", "hook", "job_id", "pid", "event", ...}):
-* `HookLog`, dependency-free, for the Prolog: it sits on every job start and structlog's import
-  costs 60-130 ms (it pulls in asyncio; measured with `python -X importtime`);
-* `structured()`, structlog with a JSON renderer, for everything that runs after the job.
+One writer for every hook and command, one format ({"ts", "level", "hook", "job_id", "pid",
+"event", ...}), rendered by json.dumps. It is dependency-free on purpose: the Prolog sits on every
+job start and structlog's import costs 60-130 ms (it pulls in asyncio; `python -X importtime`),
+and all the hooks need from a logging library is this one line (README, "Logs").
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import MutableMapping
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 
 class Log(Protocol):
@@ -48,9 +47,6 @@ class HookLog:
         self.path = path
         self.base: dict[str, Any] = {"hook": hook, "job_id": job_id, "pid": os.getpid()}
 
-    def bind(self, **kv: Any) -> None:
-        self.base.update(kv)
-
     def _emit(self, level: str, event: str, kv: dict[str, Any]) -> None:
         _append(self.path, json.dumps({"ts": _timestamp(), "level": level, **self.base, "event": event, **kv},
                                       default=str) + "\n")
@@ -63,28 +59,3 @@ class HookLog:
 
     def error(self, event: str, **kv: Any) -> None:
         self._emit("error", event, kv)
-
-
-class _AppendLogger:
-    """structlog's output end: each rendered event becomes one appended line."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def msg(self, message: str) -> None:
-        _append(self.path, message + "\n")
-
-    info = warning = error = msg
-
-
-def structured(path: str, hook: str, job_id: str | None = None) -> Log:
-    import structlog
-
-    def fields(_logger: Any, level: str, event: MutableMapping[str, Any]) -> dict[str, Any]:
-        return {"ts": _timestamp(), "level": level, "hook": hook, "job_id": job_id, "pid": os.getpid(), **event}
-
-    return cast(Log, structlog.wrap_logger(
-        _AppendLogger(path),
-        processors=[fields, structlog.processors.JSONRenderer(default=str)],
-        wrapper_class=structlog.BoundLogger,
-    ))

@@ -1,25 +1,36 @@
-"""The node spool: per-job evidence bundles and diagnoses, the annotation outbox, retention.
+"""The node spool: per-job evidence bundles and diagnoses, and their retention.
 
 <spool_dir>/jobs/<jobid>/bundle/   evidence bundle v1 (DESIGN.md), parts written by each node
 <spool_dir>/jobs/<jobid>/parts/    <node>.done once a node's part is complete
 <spool_dir>/jobs/<jobid>/diagnosis.json
-<spool_dir>/outbox/<jobid>.json    annotations not yet in accounting (slurmdbd down, slow, ...)
-Every file is written atomically, so 32 epilogs at once leave no half-written file behind.
+<spool_dir>/outbox/                annotations not yet in accounting (deliver/outbox.py)
+
+Every file is written atomically, so 32 epilogs at once leave no half-written file behind, and
+every path component below the spool root is opened without following links (nofollow.py): a
+link planted at `jobs/<id>` is refused, never written through.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
-import time
+import stat
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from slurm_hooks.safeio import atomic_write
+from slurm_hooks.layout import job_dir
+from slurm_hooks.nofollow import opened_dir, read_at, write_at
+
+
+@dataclass
+class PruneReport:
+    removed: list[str] = field(default_factory=list)  # job dirs that are gone
+    links_removed: list[str] = field(default_factory=list)  # planted links at jobs/<id>: the link only
+    failed: dict[str, str] = field(default_factory=dict)  # job dirs still there, and why
 
 
 class Spool:
@@ -27,87 +38,111 @@ class Spool:
         self.root = Path(root)
 
     def job_dir(self, job_id: str) -> Path:
-        return self.root / "jobs" / job_id
+        return job_dir(self.root, job_id)
+
+    def _parts(self, job_id: str, relpath: str) -> tuple[list[str], str]:
+        *dirs, name = relpath.split("/")
+        return ["jobs", self.job_dir(job_id).name, *dirs], name
 
     def bundle_dir(self, job_id: str) -> Path:
-        path = self.job_dir(job_id) / "bundle"
+        """The job's bundle directory, created private (job logs and kernel lines live there)."""
+        with opened_dir(self.root, self._parts(job_id, "")[0], create=True) as fd:
+            os.fchmod(fd, 0o700)
         for sub in ("nodes", "kernel", "logs"):
-            (path / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.job_dir(job_id), 0o700)  # job logs and other users' kernel lines live here
-        return path
-
-    def mark_part_done(self, job_id: str, node: str) -> None:
-        parts = self.job_dir(job_id) / "parts"
-        parts.mkdir(parents=True, exist_ok=True)
-        atomic_write(parts / f"{node}.done", str(time.time()))
-
-    def parts_done(self, job_id: str) -> set[str]:
-        parts = self.job_dir(job_id) / "parts"
-        return {p.name.removesuffix(".done") for p in parts.glob("*.done")} if parts.is_dir() else set()
-
-    def save_diagnosis(self, job_id: str, diagnosis: dict[str, Any]) -> Path:
-        path = self.job_dir(job_id) / "diagnosis.json"
-        atomic_write(path, json.dumps(diagnosis, indent=1) + "\n", mode=0o600)
-        return path
-
-    # ------------------------------------------------------------------ outbox
-    @property
-    def outbox(self) -> Path:
-        path = self.root / "outbox"
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return path
-
-    def queue_annotation(self, job_id: str, field: str, record: str) -> Path:
-        path = self.outbox / f"{job_id}.json"
-        entry = {"job_id": job_id, "field": field, "record": record, "queued_at": time.time()}
-        atomic_write(path, json.dumps(entry) + "\n", mode=0o600)
-        return path
-
-    def pending(self) -> list[tuple[Path, dict[str, Any]]]:
-        out = []
-        for path in sorted(self.outbox.glob("*.json"), key=lambda p: p.stat().st_mtime):
-            try:
-                entry = json.loads(path.read_text())
-                if isinstance(entry, dict) and {"job_id", "field", "record"} <= entry.keys():
-                    out.append((path, entry))
-                    continue
-            except (OSError, ValueError):
+            with opened_dir(self.root, self._parts(job_id, f"bundle/{sub}/")[0], create=True):
                 pass
-            path.rename(path.with_suffix(".corrupt"))  # kept for a person to look at, never retried
-        return out
+        return self.job_dir(job_id) / "bundle"
+
+    def write(self, job_id: str, relpath: str, data: str | bytes, mode: int = 0o600) -> None:
+        """Write `jobs/<id>/<relpath>` atomically, creating directories; links are refused."""
+        dirs, name = self._parts(job_id, relpath)
+        with opened_dir(self.root, dirs, create=True) as fd:
+            write_at(fd, name, data.encode() if isinstance(data, str) else data, mode)
+
+    def read(self, job_id: str, relpath: str, limit: int = 1 << 20) -> bytes:
+        dirs, name = self._parts(job_id, relpath)
+        with opened_dir(self.root, dirs) as fd:
+            return read_at(fd, name, limit)
 
     @contextlib.contextmanager
-    def exclusive(self, name: str) -> Iterator[bool]:
-        """A non-blocking lock: True when held; a second flusher just skips the backlog."""
-        fd = os.open(self.root / f".{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
+    def create(self, job_id: str, relpath: str) -> Iterator[BinaryIO]:
+        """A new file to fill (a job log copy), removed again if filling it raises."""
+        dirs, name = self._parts(job_id, relpath)
+        with opened_dir(self.root, dirs, create=True) as fd:
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                          dir_fd=fd)
+            fh: BinaryIO = os.fdopen(out, "wb")
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            yield True
-        finally:
-            os.close(fd)
+                with fh:
+                    yield fh
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=fd)
+                raise
+
+    def remove(self, job_id: str, relpath: str) -> None:
+        dirs, name = self._parts(job_id, relpath)
+        with opened_dir(self.root, dirs) as fd, contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=fd)
+
+    def mark_part_done(self, job_id: str, node: str, at: float) -> None:
+        self.write(job_id, f"parts/{node}.done", str(at))
+
+    def parts_done(self, job_id: str) -> set[str]:
+        try:
+            with opened_dir(self.root, self._parts(job_id, "parts/")[0]) as fd:
+                return {n.removesuffix(".done") for n in os.listdir(fd) if n.endswith(".done")}
+        except FileNotFoundError:
+            return set()
+
+    def save_diagnosis(self, job_id: str, diagnosis: dict[str, Any]) -> None:
+        self.write(job_id, "diagnosis.json", json.dumps(diagnosis, indent=1) + "\n")
 
     # --------------------------------------------------------------- retention
-    def prune(self, retention_days: int, max_mb: int) -> list[str]:
-        """Drop job dirs past retention, then the oldest until the spool fits; returns what went."""
-        jobs = self.root / "jobs"
-        if not jobs.is_dir():
-            return []
-        entries = sorted((p.stat().st_mtime, p) for p in jobs.iterdir() if p.is_dir())
-        cutoff = time.time() - retention_days * 86400
-        removed = []
-        total = sum(_size(p) for _, p in entries)
-        for mtime, path in entries:
-            if mtime >= cutoff and total <= max_mb * (1 << 20):
-                break
-            total -= _size(path)
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path.name)
-        return removed
+    def prune(self, retention_days: int, max_mb: int, now: float) -> PruneReport:
+        """Drop job dirs past retention, then the oldest until the spool fits; says what really went."""
+        report = PruneReport()
+        with contextlib.ExitStack() as stack:
+            try:
+                fd = stack.enter_context(opened_dir(self.root, ["jobs"]))
+            except FileNotFoundError:
+                return report
+            entries = []
+            for name in os.listdir(fd):
+                st = os.lstat(name, dir_fd=fd)
+                if stat.S_ISLNK(st.st_mode):  # nothing of ours is a link: remove the link, never its target
+                    os.unlink(name, dir_fd=fd)
+                    report.links_removed.append(name)
+                elif stat.S_ISDIR(st.st_mode):
+                    entries.append((st.st_mtime, name, _size(fd, name)))
+            total = sum(size for _, _, size in entries)
+            for mtime, name, size in sorted(entries):
+                if mtime >= now - retention_days * 86400 and total <= max_mb * (1 << 20):
+                    break
+                if (error := _remove_tree(fd, name)) is None:
+                    report.removed.append(name)
+                    total -= size
+                else:
+                    report.failed[name] = error
+        return report
 
 
-def _size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+def _remove_tree(parent: int, name: str) -> str | None:
+    """None once `name` is gone; else the first error (rmtree on a dir fd never follows links)."""
+    errors: list[str] = []
+    shutil.rmtree(name, dir_fd=parent, onerror=lambda _f, _p, exc: errors.append(str(exc[1])))
+    try:
+        os.lstat(name, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    return errors[0] if errors else "still present"
+
+
+def _size(parent: int, name: str) -> int:
+    total = 0
+    for _root, _dirs, files, fd in os.fwalk(name, dir_fd=parent, follow_symlinks=False):
+        for f in files:
+            with contextlib.suppress(OSError):
+                st = os.lstat(f, dir_fd=fd)
+                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total

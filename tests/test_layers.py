@@ -17,16 +17,16 @@ PACKAGE = Path(__file__).parent.parent / "slurm_hooks"
 LAYERS = (  # top first
     {"__main__", "cli"},
     {"hooks", "install"},
-    {"evidence", "delivery", "render"},
+    {"collect", "deliver", "render"},
     {"diagnose"},
     {"timeline"},
-    {"bundle", "rules", "facts", "slurm", "spool", "joblogs", "kernel", "hooklog", "jobenv"},
+    {"bundle", "rules", "facts", "slurm", "spool", "job", "hooklog", "jobenv"},
     {"config"},
-    {"__init__", "times", "safeio", "proc"},
+    {"__init__", "times", "safeio", "proc", "layout", "nofollow", "clock"},
 )
 FORBIDDEN = {  # the contracts issue 7 names, spelt out even where the layers already imply them
     "bundle": {"timeline", "diagnose"},
-    "diagnose": {"hooks", "slurm", "cli", "evidence", "delivery"},
+    "diagnose": {"hooks", "slurm", "cli", "collect", "deliver"},
     "timeline": {"diagnose", "hooks", "slurm"},
 }
 

@@ -114,7 +114,13 @@ def test_each_nvml_call_has_its_own_timeout() -> None:
         _Worker().call(1, int, "not a number")
 
 
-def test_task_prolog_default_state_dir_is_the_configs() -> None:
+def test_task_prolog_default_state_dir_is_the_configs_without_importing_config() -> None:
+    import subprocess
+    import sys
+
     from slurm_hooks.config import Config
 
-    assert Config().state_dir == task_prolog.DEFAULT_STATE_DIR
+    assert Config().state_dir == task_prolog.DEFAULT_STATE_DIR  # one default (slurm_hooks/layout.py)
+    code = "import sys, slurm_hooks.hooks.task_prolog; print(sorted(m for m in sys.modules if 'config' in m))"
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"  # the config module's import would cost each task ~40% more start-up

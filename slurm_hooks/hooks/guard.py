@@ -8,20 +8,17 @@ from collections.abc import Callable
 from types import FrameType
 
 from slurm_hooks.config import Config, ConfigError, load_config
-from slurm_hooks.hooklog import HookLog, Log, structured
+from slurm_hooks.hooklog import HookLog, Log
 from slurm_hooks.proc import kill_all
 
 
-def load_config_or_defaults(hook: str, job_id: str | None, at_job_start: bool = False) -> tuple[Config, Log]:
-    """A broken config must not stop the hook: log it once and go on with defaults.
-
-    Hooks on the job-start path get the import-free logger; the others get structlog.
-    """
+def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, Log]:
+    """A broken config must not stop the hook: log it once and go on with defaults."""
     try:
         config, error = load_config(), None
     except ConfigError as exc:
         config, error = Config(), str(exc)
-    log = HookLog(config.log_file, hook, job_id) if at_job_start else structured(config.log_file, hook, job_id)
+    log = HookLog(config.log_file, hook, job_id)
     if error:
         log.error("config_invalid", error=error, using="defaults")
     return config, log

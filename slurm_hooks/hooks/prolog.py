@@ -13,7 +13,7 @@ from slurm_hooks.hooks.state import job_id_from_env, write_job_state
 def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
     env = dict(os.environ) if env is None else env
     job_id = job_id_from_env(env)
-    config, log = load_config_or_defaults("prolog", job_id, at_job_start=True)
+    config, log = load_config_or_defaults("prolog", job_id)
 
     def body() -> None:
         if job_id is None:

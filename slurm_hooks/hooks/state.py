@@ -13,16 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from slurm_hooks.jobenv import export_lines
+from slurm_hooks.layout import job_dir
 from slurm_hooks.safeio import atomic_write
 
 
 def job_id_from_env(env: dict[str, str]) -> str | None:
     value = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or ""
     return value if value.isdigit() else None  # never a path component we did not check
-
-
-def job_dir(state_dir: str, job_id: str) -> Path:
-    return Path(state_dir) / "jobs" / job_id
 
 
 def write_job_state(state_dir: str, job_id: str, facts: dict[str, Any], gid: int | None) -> Path:

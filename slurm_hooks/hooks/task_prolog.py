@@ -10,11 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from slurm_hooks.hooks.state import job_dir, job_id_from_env
-
-# Config's default state_dir, spelt out: importing the config module (dataclasses) would cost this
-# per-task command ~40% more start-up (bench/hook_startup.py). A test keeps the two equal.
-DEFAULT_STATE_DIR = "/run/slurm-hooks"
+from slurm_hooks.hooks.state import job_id_from_env
+from slurm_hooks.layout import DEFAULT_STATE_DIR, job_dir
 
 
 def main(state_dir: str | None = None) -> int:

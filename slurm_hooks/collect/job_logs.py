@@ -14,9 +14,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from slurm_hooks.job import JobContext
 from slurm_hooks.proc import run_bounded
+from slurm_hooks.slurm.client import JobRecord
+from slurm_hooks.spool import Spool
 
 _READER = r"""
 import os, stat, sys
@@ -48,22 +51,48 @@ class Copied:
     error: str = ""
 
 
-def copy_as_user(source: str, dest: Path, uid: int, gid: int, limit: int, timeout_s: float) -> Copied:
+def copy_as_user(source: str, out: BinaryIO, uid: int, gid: int, limit: int, timeout_s: float) -> Copied:
+    """Copy into `out` (an open file); on failure `out` may hold a partial copy the caller drops."""
     as_user: dict[str, Any] = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 else {}
-    with open(dest, "wb") as out:
-        try:
-            proc = run_bounded([sys.executable, "-S", "-c", _READER, source, str(limit)], timeout_s,
-                               stdout=out, **as_user)
-        except subprocess.TimeoutExpired:
-            return Copied(source, False, error=f"no copy within {timeout_s:g}s")
-        except OSError as exc:
-            return Copied(source, False, error=exc.strerror or str(exc))
+    try:
+        proc = run_bounded([sys.executable, "-S", "-c", _READER, source, str(limit)], timeout_s,
+                           stdout=out, **as_user)
+    except subprocess.TimeoutExpired:
+        return Copied(source, False, error=f"no copy within {timeout_s:g}s")
+    except OSError as exc:
+        return Copied(source, False, error=exc.strerror or str(exc))
     message = proc.stderr.decode(errors="replace").strip()
     if proc.returncode != 0:
-        dest.unlink(missing_ok=True)
         return Copied(source, False, error=message.splitlines()[-1] if message else f"exit {proc.returncode}")
     skipped = int(m.group(1)) if (m := re.search(r"skipped (\d+)", message)) else 0
     return Copied(source, True, skipped_bytes=skipped)
+
+
+def copy_job_logs(spool: Spool, job_id: str, paths: list[str], uid: int, gid: int, limit: int,
+                  timeout_s: float) -> list[Copied]:
+    """Each path into the bundle's logs/; a copy that fails leaves no file behind."""
+    copied = []
+    for i, path in enumerate(paths):
+        name = f"bundle/logs/{i}-{Path(path).name}"[:120]
+        with spool.create(job_id, name) as out:
+            result = copy_as_user(path, out, uid, gid, limit, timeout_s)
+        if not result.ok:
+            spool.remove(job_id, name)
+        copied.append(result)
+    return copied
+
+
+def log_paths(record: JobRecord, ctx: JobContext, node: str) -> list[str]:
+    """The job's stdout/stderr: slurmctld's expanded paths, else the Epilog's pattern expanded here."""
+    paths = [p for p in (record.std_out, record.std_err) if p and p not in ("/dev/null", "(null)")]
+    if not paths:
+        for pattern in (ctx.stdout_pattern, ctx.stderr_pattern):
+            if pattern and (path := expand_pattern(pattern, ctx.job_id, ctx.user, node)):
+                paths.append(path)
+        work = ctx.work_dir or record.work_dir
+        if not paths and work and ctx.batch:  # a batch job without --output
+            paths.append(f"{work}/slurm-{ctx.job_id}.out")
+    return list(dict.fromkeys(paths))
 
 
 def expand_pattern(pattern: str, job_id: str, user: str, node: str) -> str | None:

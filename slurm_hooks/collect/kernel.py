@@ -5,20 +5,53 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from slurm_hooks.proc import TOOL_ENV, run_bounded
 
 MAX_BYTES = 16 << 20  # a kernel window beyond this is a storm; its start is what matters
-# Kernel lines are node-wide: a wide window before the start takes in the previous job's crash;
-# after the end, the teardown of this job still prints.
-BEFORE = timedelta(seconds=2)
-AFTER = timedelta(seconds=10)
+
+
+@dataclass(frozen=True)
+class KernelWindow:
+    """Kernel lines are node-wide: a wide margin before the start takes in the previous job's
+    crash; after the end, the teardown of this job still prints."""
+
+    before: timedelta = timedelta(seconds=2)
+    after: timedelta = timedelta(seconds=10)
+
+
+WINDOW = KernelWindow()  # the one setting; README "Multi-node jobs" quotes it
+
+
+class KernelLog(Protocol):
+    def read(self, start: datetime, end: datetime, boot: datetime | None) -> tuple[str | None, str]:
+        """(the lines of [start - before, end + after], where they came from); None: no source."""
+        ...
+
+
+class HostKernelLog:
+    """The kernel this hook runs on: `journalctl -k` first, then the /dev/kmsg ring buffer."""
+
+    def __init__(self, timeout_s: float, kmsg: str = "/dev/kmsg") -> None:
+        self.timeout_s = timeout_s
+        self.kmsg = kmsg
+
+    def read(self, start: datetime, end: datetime, boot: datetime | None) -> tuple[str | None, str]:
+        text = from_journal(start, end, self.timeout_s)
+        if text is not None:
+            return text, "journal"
+        if boot is not None and (text := from_kmsg(start, end, boot, self.kmsg)) is not None:
+            return text, "/dev/kmsg"
+        return None, "none (no journal, /dev/kmsg unreadable or no boot time)"
 
 
 def from_journal(start: datetime, end: datetime, timeout_s: float) -> str | None:
     argv = ["journalctl", "-k", "-q", "--no-pager", "-o", "short-iso-precise",
-            "--since", f"@{int((start - BEFORE).timestamp())}", "--until", f"@{int((end + AFTER).timestamp())}"]
+            "--since", f"@{int((start - WINDOW.before).timestamp())}",
+            "--until", f"@{int((end + WINDOW.after).timestamp())}"]
     try:
         out = run_bounded(argv, timeout_s, env=TOOL_ENV)
     except (OSError, subprocess.TimeoutExpired):
@@ -29,8 +62,8 @@ def from_journal(start: datetime, end: datetime, timeout_s: float) -> str | None
 
 def from_kmsg(start: datetime, end: datetime, boot: datetime, path: str = "/dev/kmsg") -> str | None:
     """The ring buffer as raw `[seconds] message` lines (boot time in the node facts converts them)."""
-    lo = (start - BEFORE - boot).total_seconds()
-    hi = (end + AFTER - boot).total_seconds()
+    lo = (start - WINDOW.before - boot).total_seconds()
+    hi = (end + WINDOW.after - boot).total_seconds()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:

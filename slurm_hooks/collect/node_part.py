@@ -1,0 +1,55 @@
+"""This node's part of the evidence bundle (facts, kernel lines) and the job's job.json.
+
+Each node writes `nodes/<node>.json` and `kernel/<node>.log`; the party that merges writes
+job.json once it knows every node (DESIGN.md, bundle v1).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from slurm_hooks.collect.kernel import KernelLog
+from slurm_hooks.facts.host import boot_time
+from slurm_hooks.job import JobContext, JobView
+from slurm_hooks.slurm.client import JobRecord
+from slurm_hooks.spool import Spool
+from slurm_hooks.times import parse_iso, zone_named
+
+
+def job_window(record: JobRecord, facts: dict[str, Any], now: datetime) -> tuple[datetime, datetime]:
+    """Slurm's naive Start/End times in the node's zone; `now` for either end it does not know
+    (scontrol prints "Unknown" for an end not yet known)."""
+    zone = zone_named(facts.get("timezone"), "node timezone")
+    return parse_iso(record.start, default_zone=zone) or now, parse_iso(record.end, default_zone=zone) or now
+
+
+def write_node_part(spool: Spool, job_id: str, node: str, facts: dict[str, Any],
+                    window: tuple[datetime, datetime], kernel: KernelLog) -> str:
+    """nodes/<node>.json and kernel/<node>.log; returns where the kernel lines came from.
+
+    The kernel lines come from the kernel this Epilog runs on, so their boot time is read from
+    this /proc/stat now, whatever host_root the Prolog's facts were read under.
+    """
+    facts = {**facts, "boot_time": boot_time("/", []) or facts.get("boot_time")}
+    spool.write(job_id, f"bundle/nodes/{node}.json", json.dumps(facts, indent=1) + "\n")
+    text, source = kernel.read(*window, parse_iso(facts["boot_time"]))
+    if text is not None:
+        spool.write(job_id, f"bundle/kernel/{node}.log", text)
+    return source
+
+
+def write_job_json(spool: Spool, ctx: JobContext, job: JobView, facts: dict[str, Any], log_timezone: str,
+                   now: datetime) -> None:
+    start, end = job_window(job.record, facts, now)
+    doc = {
+        "job_id": ctx.job_id,
+        "state": job.record.state,
+        "exit_code": ctx.exit_code or job.record.exit_code,
+        "derived_exit_code": ctx.derived_exit_code or job.record.derived_exit_code,
+        "start_time": start.isoformat(), "end_time": end.isoformat(),
+        "nodes": list(job.nodes), "batch_host": job.lead or None,
+        "timezone": facts.get("timezone") or "UTC", "log_timezone": log_timezone,
+    }
+    spool.write(ctx.job_id, "bundle/job.json", json.dumps(doc, indent=1) + "\n")

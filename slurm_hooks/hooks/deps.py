@@ -1,0 +1,45 @@
+"""What the post-job hooks work with, as one object: the real parts here, fakes in tests.
+
+Every side effect of the Epilog flow goes through one of these: Slurm's commands, the spool and
+outbox on disk, NVML, the kernel log, the clock and the log file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurm_hooks.clock import Clock, SystemClock
+from slurm_hooks.collect.kernel import HostKernelLog, KernelLog
+from slurm_hooks.config import Config
+from slurm_hooks.deliver.outbox import Outbox
+from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
+from slurm_hooks.facts.host import node_name
+from slurm_hooks.hooklog import Log
+from slurm_hooks.slurm.client import Slurm, SlurmCli
+from slurm_hooks.spool import Spool
+
+
+@dataclass(frozen=True)
+class EpilogDeps:
+    slurm: Slurm
+    spool: Spool
+    outbox: Outbox
+    gpu: GpuQuery  # only asked when the Prolog left no facts for the job
+    kernel: KernelLog
+    clock: Clock
+    log: Log
+    node: str  # the node this hook runs on
+
+
+def slurm_client(config: Config) -> Slurm:
+    """The one place the real Slurm client is built (hooks and `slurm-hooks flush` alike)."""
+    return SlurmCli(config.budgets.command_s)
+
+
+def real_deps(config: Config, log: Log) -> EpilogDeps:
+    return EpilogDeps(
+        slurm=slurm_client(config), spool=Spool(config.spool_dir), outbox=Outbox(Path(config.spool_dir)),
+        gpu=NvmlQuery(config.budgets.nvml_call_s), kernel=HostKernelLog(config.budgets.command_s),
+        clock=SystemClock(), log=log, node=node_name(),
+    )
