@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
-.PHONY: venv demo test test-unit lint typecheck bench cluster-up cluster-down clean
+.PHONY: venv demo test test-unit coverage-epilog lint typecheck bench cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,14 @@ test-unit: venv  ## everything that needs no Slurm daemons
 test: venv  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
 	$(MAKE) cluster-up
 	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q; rc=$$?; $(MAKE) cluster-down; exit $$rc
+
+# The Epilog flow (hooks, collection, delivery, spool) through its fakes alone: >= 90% of its lines.
+EPILOG_FLOW := hooks.epilog hooks.epilog_slurmctld hooks.post_job hooks.deps job collect deliver spool nofollow
+coverage-epilog: venv
+	$(BIN)/pytest -q -m "not slurm" -p no:cacheprovider $(foreach m,$(EPILOG_FLOW),--cov=slurm_hooks.$(m)) \
+		--cov-report=term-missing --cov-fail-under=90 tests/test_epilog.py tests/test_epilog_slurmctld.py \
+		tests/test_deliver.py tests/test_outbox.py tests/test_spool.py tests/test_job.py tests/test_job_logs.py \
+		tests/test_kernel.py
 
 lint: venv typecheck  ## ruff, then mypy --strict on the package (CI runs this before the tests)
 	$(BIN)/ruff check slurm_hooks tests bench
