@@ -15,9 +15,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -128,9 +127,25 @@ class Spool:
 
 
 def _remove_tree(parent: int, name: str) -> str | None:
-    """None once `name` is gone; else the first error (rmtree on a dir fd never follows links)."""
+    """None once `name` is gone; else the first error. Descriptor-relative throughout, links
+    are unlinked, never followed (shutil.rmtree takes a dir_fd only from Python 3.11)."""
     errors: list[str] = []
-    shutil.rmtree(name, dir_fd=parent, onerror=lambda _f, _p, exc: errors.append(str(exc[1])))
+
+    def attempt(remove: Callable[..., None], entry: str, fd: int) -> None:
+        try:
+            remove(entry, dir_fd=fd)
+        except NotADirectoryError:  # a link to a directory is listed among the directories
+            attempt(os.unlink, entry, fd)
+        except OSError as exc:
+            errors.append(f"{entry}: {exc.strerror}")
+
+    for _root, dirs, files, fd in os.fwalk(name, topdown=False, dir_fd=parent, follow_symlinks=False,
+                                           onerror=lambda exc: errors.append(str(exc))):
+        for entry in files:
+            attempt(os.unlink, entry, fd)
+        for entry in dirs:
+            attempt(os.rmdir, entry, fd)
+    attempt(os.rmdir, name, parent)
     try:
         os.lstat(name, dir_fd=parent)
     except FileNotFoundError:

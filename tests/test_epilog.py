@@ -102,7 +102,7 @@ def test_success_is_annotated_in_mode_all(fine: Rig) -> None:
 
 
 def test_mode_failures_skips_successes_only(fine: Rig, tmp_path: Path) -> None:
-    fine.config = replace(fine.config, annotation=Annotation(mode="failures"))
+    fine.config = fine.config._replace(annotation=Annotation(mode="failures"))
     fine.run()
     assert fine.slurm.sets == [] and fine.outbox_files() == []  # the reservation is released
     assert fine.log.first("annotation_skipped")["mode"] == "failures"
@@ -112,14 +112,14 @@ def test_mode_failures_skips_successes_only(fine: Rig, tmp_path: Path) -> None:
 
 
 def test_mode_shadow_diagnoses_but_never_annotates(crash: Rig) -> None:
-    crash.config = replace(crash.config, annotation=Annotation(mode="shadow"))
+    crash.config = crash.config._replace(annotation=Annotation(mode="shadow"))
     crash.run()
     assert crash.slurm.sets == [] and crash.outbox_files() == []
     assert crash.diagnosis()["label"] == "cdmm_checkpoint_segfault"  # kept in the spool for the rollout
 
 
 def test_comment_field_keeps_the_users_text(crash: Rig) -> None:
-    crash.config = replace(crash.config, annotation=Annotation(field="comment"))
+    crash.config = crash.config._replace(annotation=Annotation(field="comment"))
     crash.slurm.accounting[JOB] = ("my own notes", "")
     crash.run()
     comment, admin = crash.slurm.accounting[JOB]
@@ -227,7 +227,7 @@ def test_no_prolog_facts_asks_the_gpu(crash: Rig) -> None:
 
 
 def test_diagnosis_failure_still_annotates_unknown(crash: Rig) -> None:
-    crash.config = replace(crash.config, rule_files=(str(crash.tmp / "missing-rules.yaml"),))
+    crash.config = crash.config._replace(rule_files=(str(crash.tmp / "missing-rules.yaml"),))
     crash.run()
     assert "diagnosis_failed" in crash.log.events("error")
     assert (crash.annotation() or {}).get("label") == "unknown"

@@ -82,6 +82,7 @@ def test_prune_removes_a_planted_link_not_its_target_and_says_so(tmp_path: Path)
     spool = Spool(str(tmp_path / "spool"))
     spool.bundle_dir("1")
     (tmp_path / "spool/jobs/9").symlink_to(victim)
+    (spool.job_dir("1") / "bundle/logs/evil").symlink_to(victim)  # and one inside a job dir
     old = time.time() - 90 * 86400
     os.utime(spool.job_dir("1"), (old, old))
     report = spool.prune(retention_days=30, max_mb=1024, now=time.time())
