@@ -227,8 +227,10 @@ def test_no_prolog_facts_asks_the_gpu(crash: Rig) -> None:
 
 
 def test_diagnosis_failure_still_annotates_unknown(crash: Rig) -> None:
-    crash.config = crash.config._replace(rule_files=(str(crash.tmp / "missing-rules.yaml"),))
-    crash.run()
+    def broken(bundle: Path, rule_files: tuple[str, ...]) -> dict[str, object]:
+        raise RecursionError("maximum recursion depth exceeded")  # what a hostile bundle once did
+
+    run_epilog(crash.ctx, crash.config, replace(crash.deps(), diagnose=broken))
     assert "diagnosis_failed" in crash.log.events("error")
     assert (crash.annotation() or {}).get("label") == "unknown"
 

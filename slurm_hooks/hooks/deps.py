@@ -1,13 +1,15 @@
 """What the post-job hooks work with, as one object: the real parts here, fakes in tests.
 
 Every side effect of the Epilog flow goes through one of these: Slurm's commands, the spool and
-outbox on disk, NVML, the kernel log, the clock and the log file.
+outbox on disk, NVML, the kernel log, the clock and the log file; and the analysis stage.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from slurm_hooks.clock import Clock, SystemClock
 from slurm_hooks.collect.kernel import HostKernelLog, KernelLog
@@ -18,6 +20,17 @@ from slurm_hooks.facts.host import node_name
 from slurm_hooks.hooklog import Log
 from slurm_hooks.slurm.client import Slurm, SlurmCli
 from slurm_hooks.spool import Spool
+
+Diagnose = Callable[[Path, tuple[str, ...]], dict[str, Any]]  # bundle dir, operator rule files -> diagnosis
+
+
+def diagnose_bundle(bundle: Path, rule_files: tuple[str, ...]) -> dict[str, Any]:
+    """The analysis stage (slurm_hooks.diagnose), imported only once the Epilog gets that far."""
+    from slurm_hooks.bundle import load_bundle
+    from slurm_hooks.diagnose import diagnose
+    from slurm_hooks.rules import load_rule_pack
+
+    return diagnose(load_bundle(bundle), load_rule_pack(rule_files)).to_dict()
 
 
 @dataclass(frozen=True)
@@ -30,6 +43,7 @@ class EpilogDeps:
     clock: Clock
     log: Log
     node: str  # the node this hook runs on
+    diagnose: Diagnose = diagnose_bundle
 
 
 def slurm_client(config: Config) -> Slurm:

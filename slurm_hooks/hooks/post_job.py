@@ -118,12 +118,8 @@ def lead_facts(job_id: str, lead: str, deps: EpilogDeps) -> dict[str, Any]:
 def analyse(job_id: str, config: Config, deps: EpilogDeps, missing: list[str]) -> dict[str, Any]:
     """The analysis stage on the merged bundle. If it raises, the job is still annotated
     (`unknown`, with the reason in the log): no annotation must always mean "not processed"."""
-    from slurm_hooks.bundle import load_bundle
-    from slurm_hooks.diagnose import diagnose
-    from slurm_hooks.rules import load_rule_pack
-
     try:
-        result = diagnose(load_bundle(deps.spool.bundle_dir(job_id)), load_rule_pack(config.rule_files)).to_dict()
+        result = deps.diagnose(deps.spool.bundle_dir(job_id), config.rule_files)
     except Exception as exc:  # a bug or hostile input must not cost the job its annotation
         deps.log.error("diagnosis_failed", error=f"{type(exc).__name__}: {exc}")
         result = {"job_id": job_id, "label": "unknown", "summary": "diagnosis failed (see the hook log)",
