@@ -1,22 +1,30 @@
-"""Evidence bundles v1 (DESIGN.md): read a directory or a .tar.gz of one, never trusting its contents."""
+"""Evidence bundles v1 (DESIGN.md): read a directory or a .tar.gz of one, never trusting its contents.
+
+Nothing in a bundle is followed: every file is opened below the bundle's top directory with no
+symlink allowed on the way (`nofollow`), at open time, each time it is read. How much is read is
+bounded by `limits` (config `limits:`); what a limit or a bad part leaves out is in `skipped`.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
-import tarfile
-import tempfile
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from slurm_hooks.config import Limits
+from slurm_hooks.nofollow import open_at, opened_dir
 from slurm_hooks.times import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours
-MAX_TAR_MEMBERS = 100_000
+DEFAULT_LIMITS = Limits()
+PARTS = ("nodes", "kernel", "logs")  # read in this order: what a file cap cuts first is logs
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][\w.-]{0,254}$")
 
 
@@ -46,14 +54,44 @@ class JobInfo:
         return _exit_pair(self.derived_exit_code)
 
 
+@dataclass(frozen=True)
+class BundleFile:
+    """One file of a bundle, opened afresh (and checked afresh) on each use."""
+
+    root: Path
+    rel: str  # bundle-relative: logs/job.out, kernel/n1.log
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.rel.rsplit("/", 1)[-1]
+
+    def open(self) -> BinaryIO:
+        return open_below(self.root, self.rel)
+
+
+def open_below(root: Path, rel: str) -> BinaryIO:
+    *parts, name = rel.split("/")
+    with opened_dir(root, parts) as dir_fd:
+        return open_at(dir_fd, name)
+
+
+def list_below(root: Path, rel: str) -> list[tuple[str, int | None]]:
+    """(name, size) of each entry of directory root/rel, sorted; size None for anything not a regular file."""
+    with opened_dir(root, [rel]) as dir_fd, os.scandir(dir_fd) as entries:
+        return sorted((e.name, st.st_size if stat.S_ISREG((st := e.stat(follow_symlinks=False)).st_mode) else None)
+                      for e in entries)
+
+
 @dataclass
 class Bundle:
     root: Path
     job: JobInfo
     facts: dict[str, dict[str, Any]]
-    logs: list[Path]
-    kernels: dict[str, Path]
+    logs: list[BundleFile]
+    kernels: dict[str, BundleFile]
     skipped: list[str] = field(default_factory=list)
+    limits: Limits = DEFAULT_LIMITS
 
 
 def _exit_pair(value: str) -> tuple[int, int]:
@@ -64,16 +102,15 @@ def _exit_pair(value: str) -> tuple[int, int]:
         return 0, 0
 
 
-def _read_json(path: Path, skipped: list[str]) -> dict[str, Any] | None:
-    rel = f"{path.parent.name}/{path.name}" if path.parent.name in ("nodes",) else path.name
-    if path.is_symlink() or not path.is_file():
-        skipped.append(f"{rel}: missing or not a regular file")
-        return None
+def _read_json(root: Path, rel: str, skipped: list[str]) -> dict[str, Any] | None:
     try:
-        with open(path, "rb") as fh:
+        with open_below(root, rel) as fh:
             raw = fh.read(MAX_JSON_BYTES + 1)
+    except FileNotFoundError:
+        skipped.append(f"{rel}: missing")
+        return None
     except OSError as exc:
-        skipped.append(f"{rel}: unreadable ({exc.strerror})")
+        skipped.append(f"{rel}: not read ({exc.strerror or exc})")
         return None
     if len(raw) > MAX_JSON_BYTES:
         skipped.append(f"{rel}: larger than {MAX_JSON_BYTES} bytes; ignored")
@@ -111,7 +148,7 @@ def _as_time(value: object, zone: tzinfo, key: str, skipped: list[str]) -> datet
 
 
 def _job_info(root: Path, skipped: list[str]) -> JobInfo:
-    doc = _read_json(root / "job.json", skipped) or {}
+    doc = _read_json(root, "job.json", skipped) or {}
     slurm_zone = zone_named(doc.get("timezone"), "job.json: timezone", skipped)
     nodes = doc.get("nodes")
     return JobInfo(
@@ -128,76 +165,71 @@ def _job_info(root: Path, skipped: list[str]) -> JobInfo:
     )
 
 
-def _regular_files(folder: Path, skipped: list[str]) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    files = []
-    for path in sorted(folder.iterdir()):
-        if path.is_symlink() or not path.is_file():
-            skipped.append(f"{folder.name}/{path.name}: not a regular file; not read")
+def _listed(root: Path, limits: Limits, skipped: list[str]) -> dict[str, list[BundleFile]]:
+    """The regular files of each part, within the file-count and size caps."""
+    out: dict[str, list[BundleFile]] = {part: [] for part in PARTS}
+    files_left, bytes_left = limits.bundle_files, limits.bundle_mb << 20
+    for part in PARTS:
+        try:
+            entries = list_below(root, part)
+        except FileNotFoundError:
             continue
-        files.append(path)
-    return files
+        except OSError as exc:
+            skipped.append(f"{part}/: not read ({exc.strerror or exc}); a bundle's parts are never followed")
+            continue
+        for name, size in entries:
+            rel = f"{part}/{name}"
+            if size is None:
+                skipped.append(f"{rel}: not a regular file; not read")
+            elif files_left <= 0:
+                skipped.append(f"{rel}: not read: more than limits.bundle_files={limits.bundle_files} files")
+            elif size > bytes_left:
+                skipped.append(f"{rel}: not read: {size} bytes would pass limits.bundle_mb={limits.bundle_mb}")
+            else:
+                files_left, bytes_left = files_left - 1, bytes_left - size
+                out[part].append(BundleFile(root, rel, size))
+    return out
 
 
-def load_bundle(root: Path) -> Bundle:
+def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
     """A bundle directory. Every part is optional; what cannot be used is listed in `skipped`."""
     if not root.is_dir():
         raise BundleError(f"{root}: not a bundle directory or .tar.gz")
     skipped: list[str] = []
     job = _job_info(root, skipped)
+    parts = _listed(root, limits, skipped)
     facts: dict[str, dict[str, Any]] = {}
-    for path in _regular_files(root / "nodes", skipped):
-        if path.suffix == ".json" and (doc := _read_json(path, skipped)) is not None:
-            facts[str(doc.get("node") or path.stem)] = doc
+    for file in parts["nodes"]:
+        if file.name.endswith(".json") and (doc := _read_json(root, file.rel, skipped)) is not None:
+            facts[str(doc.get("node") or file.name.removesuffix(".json"))] = doc
     kernels = {}
-    for path in _regular_files(root / "kernel", skipped):
-        node = path.name.removesuffix(".log")
+    for file in parts["kernel"]:
+        node = file.name.removesuffix(".log")
         if _NODE_NAME.match(node):
-            kernels[node] = path
+            kernels[node] = file
         else:
-            skipped.append(f"kernel/{path.name}: file name is not a node name; not read")
-    logs = _regular_files(root / "logs", skipped)
-    if not logs:
+            skipped.append(f"{file.rel}: file name is not a node name; not read")
+    if not parts["logs"]:
         skipped.append("logs/: no job log files")
-    return Bundle(root=root, job=job, facts=facts, logs=logs, kernels=kernels, skipped=skipped)
-
-
-def _safe_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
-    for count, member in enumerate(tar):
-        if count >= MAX_TAR_MEMBERS:
-            raise BundleError(f"{tar.name!s}: more than {MAX_TAR_MEMBERS} members")
-        name = Path(member.name)
-        if (member.isfile() or member.isdir()) and not name.is_absolute() and ".." not in name.parts:
-            yield member
+    return Bundle(root=root, job=job, facts=facts, logs=parts["logs"], kernels=kernels, skipped=skipped,
+                  limits=limits)
 
 
 @contextlib.contextmanager
-def open_bundle(path: Path) -> Iterator[Bundle]:
-    """A bundle from a directory, or from a .tar.gz extracted into a private temporary directory.
+def open_bundle(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Bundle]:
+    """A bundle from a directory, or from a .tar.gz extracted (bounded) into a private directory
+    that is removed on every way out; one a killed run left behind is removed by the next run."""
+    from slurm_hooks.tarbundle import TarballError, extracted
 
-    The tarball may hold the bundle at its top or in one folder (`5512093/job.json`).
-    Links, devices and paths that escape the directory are never extracted.
-    """
     if path.is_dir():
-        yield load_bundle(path)
+        yield load_bundle(path, limits)
         return
     if not path.is_file():
         raise BundleError(f"{path}: no such bundle")
-    with tempfile.TemporaryDirectory(prefix="slurm-hooks-bundle-") as tmp:
-        try:
-            with tarfile.open(path, "r:*") as tar:
-                for member in _safe_members(tar):
-                    tar.extract(member, tmp, set_attrs=False, **_data_filter())
-        except (tarfile.TarError, EOFError, OSError) as exc:
-            raise BundleError(f"{path}: not a readable bundle tarball ({exc})") from None
-        root = Path(tmp)
-        entries = [p for p in root.iterdir()]
-        if len(entries) == 1 and entries[0].is_dir() and not (root / "job.json").exists():
-            root = entries[0]
-        yield load_bundle(root)
-
-
-def _data_filter() -> dict[str, Any]:
-    # Python >= 3.10.12 / 3.11.4 has extraction filters; 'data' refuses links and odd modes too.
-    return {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+    try:
+        with extracted(path, limits) as (root, notes):
+            bundle = load_bundle(root, limits)
+            bundle.skipped[:0] = notes
+            yield bundle
+    except TarballError as exc:
+        raise BundleError(str(exc)) from None

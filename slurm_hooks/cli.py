@@ -37,7 +37,7 @@ def _diagnose(args: argparse.Namespace) -> int:
 
     try:
         pack = load_rule_pack(args.rules, strict=True)
-        with open_bundle(Path(args.bundle)) as bundle:
+        with open_bundle(Path(args.bundle), _config(strict=False).limits) as bundle:
             result = diagnose(bundle, pack)
     except (BundleError, RulePackError) as exc:
         print(f"slurm-hooks: {exc}", file=sys.stderr)

@@ -15,6 +15,7 @@ import stat
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -79,16 +80,20 @@ def write_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
         raise
 
 
-def read_at(dir_fd: int, name: str, limit: int) -> bytes:
-    """Up to `limit` bytes of a regular file in `dir_fd`; a link, FIFO or device raises OSError."""
+def open_at(dir_fd: int, name: str) -> BinaryIO:
+    """A regular file in `dir_fd`, open for reading; a link, FIFO or device raises OSError."""
     fd = os.open(_check_name(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{name}: not a regular file")
-        chunks, left = [], limit
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
+
+
+def read_at(dir_fd: int, name: str, limit: int) -> bytes:
+    """Up to `limit` bytes of a regular file in `dir_fd`; a link, FIFO or device raises OSError."""
+    with open_at(dir_fd, name) as fh:
+        return fh.read(limit)

@@ -227,7 +227,7 @@ def test_no_prolog_facts_asks_the_gpu(crash: Rig) -> None:
 
 
 def test_diagnosis_failure_still_annotates_unknown(crash: Rig) -> None:
-    def broken(bundle: Path, rule_files: tuple[str, ...]) -> dict[str, object]:
+    def broken(bundle: Path, config: Config) -> dict[str, object]:
         raise RecursionError("maximum recursion depth exceeded")  # what a hostile bundle once did
 
     run_epilog(crash.ctx, crash.config, replace(crash.deps(), diagnose=broken))

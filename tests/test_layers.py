@@ -20,7 +20,7 @@ LAYERS = (  # top first
     {"collect", "deliver", "render"},
     {"diagnose"},
     {"timeline"},
-    {"bundle", "rules", "facts", "slurm", "spool", "job", "hooklog", "jobenv"},
+    {"bundle", "tarbundle", "rules", "facts", "slurm", "spool", "job", "hooklog", "jobenv"},
     {"config"},
     {"__init__", "times", "safeio", "proc", "layout", "nofollow", "clock"},
 )

@@ -19,5 +19,5 @@ __all__ = ["LABELS", "Diagnosis", "diagnose"]
 
 
 def diagnose(bundle: Bundle, pack: RulePack, scanner: Scanner | None = None) -> Diagnosis:
-    timeline = build_timeline(bundle, pack, scanner or default_scanner())
+    timeline = build_timeline(bundle, pack, scanner or default_scanner(bundle.limits.line_bytes))
     return classify(bundle, timeline, pack)

@@ -21,16 +21,16 @@ from slurm_hooks.hooklog import Log
 from slurm_hooks.slurm.client import Slurm, SlurmCli
 from slurm_hooks.spool import Spool
 
-Diagnose = Callable[[Path, tuple[str, ...]], dict[str, Any]]  # bundle dir, operator rule files -> diagnosis
+Diagnose = Callable[[Path, Config], dict[str, Any]]  # bundle dir, config (rule files, limits) -> diagnosis
 
 
-def diagnose_bundle(bundle: Path, rule_files: tuple[str, ...]) -> dict[str, Any]:
+def diagnose_bundle(bundle: Path, config: Config) -> dict[str, Any]:
     """The analysis stage (slurm_hooks.diagnose), imported only once the Epilog gets that far."""
     from slurm_hooks.bundle import load_bundle
     from slurm_hooks.diagnose import diagnose
     from slurm_hooks.rules import load_rule_pack
 
-    return diagnose(load_bundle(bundle), load_rule_pack(rule_files)).to_dict()
+    return diagnose(load_bundle(bundle, config.limits), load_rule_pack(config.rule_files)).to_dict()
 
 
 @dataclass(frozen=True)

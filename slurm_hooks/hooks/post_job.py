@@ -119,7 +119,7 @@ def analyse(job_id: str, config: Config, deps: EpilogDeps, missing: list[str]) -
     """The analysis stage on the merged bundle. If it raises, the job is still annotated
     (`unknown`, with the reason in the log): no annotation must always mean "not processed"."""
     try:
-        result = deps.diagnose(deps.spool.bundle_dir(job_id), config.rule_files)
+        result = deps.diagnose(deps.spool.bundle_dir(job_id), config)
     except Exception as exc:  # a bug or hostile input must not cost the job its annotation
         deps.log.error("diagnosis_failed", error=f"{type(exc).__name__}: {exc}")
         result = {"job_id": job_id, "label": "unknown", "summary": "diagnosis failed (see the hook log)",

@@ -17,6 +17,7 @@ from slurm_hooks.rules.pattern import LinearPattern, PatternError, compile_linea
 ROLES = ("primary", "symptom", "marker", "frame", "context")
 SOURCES = ("log", "kernel", "any")
 MAX_RULE_FILE = 4 << 20  # bytes; a rule file is a page of YAML
+MAX_KEYWORDS = 5000  # distinct keywords in a pack: past ~20,000 no linear-time prefilter stays fast
 
 
 class RulePackError(ValueError):
@@ -199,6 +200,10 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
         _xid(xid)
     except RulePackError as exc:
         raise RulePackError(f"{where}: {exc}") from None
+    keywords = {k for r in {**merged.rules, **parsed}.values() if r is not None for k in r.keywords}
+    if len(keywords) > MAX_KEYWORDS:
+        raise RulePackError(f"{where}: key 'keywords': the pack would hold {len(keywords)} distinct keywords, "
+                            f"more than {MAX_KEYWORDS}")
     merged.rules.update(parsed)
     merged.ordering, merged.xid = ordering, xid
     merged.advice.update({str(k): tuple(v) for k, v in advice.items()})

@@ -41,3 +41,16 @@ def compile_linear(pattern: str) -> LinearPattern:
         reason = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
         raise PatternError(f"{reason} (RE2 syntax: no lookaround, no backreferences)") from None
     return compiled
+
+
+class BytesNeedle(Protocol):
+    def search(self, data: bytes) -> object | None: ...
+
+
+def literal_needle(literals: list[str]) -> BytesNeedle:
+    """One RE2 pattern finding any of `literals` in raw bytes (linear; fast up to MAX_KEYWORDS)."""
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = 32 << 20  # room for the DFA of MAX_KEYWORDS literals, so it never falls back to the NFA
+    needle: BytesNeedle = re2.compile(b"|".join(re2.escape(k.encode()) for k in literals), options)
+    return needle

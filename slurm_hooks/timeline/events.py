@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
-from slurm_hooks.bundle import Bundle
+from slurm_hooks.bundle import Bundle, BundleFile
 from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
+from slurm_hooks.timeline.hits import FamilyCap, capped_hits
 from slurm_hooks.timeline.prefixes import strip_prefixes
-from slurm_hooks.timeline.scan import MAX_LINE, Hit, Scanner, decode
+from slurm_hooks.timeline.scan import Hit, Scanner, decode, line_terminator
 from slurm_hooks.times import parse_iso, zone_named
 
-MAX_EVENTS_PER_RULE = 5000  # per file; a log that repeats a line a million times gets counted, not kept
 MAX_PLACED = 500  # untimed lines placed between their neighbours, per file
 NEIGHBOUR_WINDOW = 1 << 16  # bytes searched each way for a neighbour's timestamp
 TEXT_CHARS = 400
@@ -84,64 +82,41 @@ def expand_tasks(spec: str, limit: int = 100_000) -> list[int]:
     return out
 
 
-class _Collector:
-    def __init__(self, source: str, notes: list[str]) -> None:
-        self.source = source
-        self.notes = notes
-        self.events: list[Event] = []
-        self.dropped: Counter[str] = Counter()
-        self.kept: Counter[str] = Counter()
-
-    def add(self, event: Event) -> None:
-        if self.kept[event.rule.name] >= MAX_EVENTS_PER_RULE:
-            self.dropped[event.rule.name] += 1
-            return
-        self.kept[event.rule.name] += 1
-        self.events.append(event)
-
-    def finish(self) -> list[Event]:
-        for name, count in self.dropped.items():
-            self.notes.append(f"{self.source}: {count} more '{name}' lines counted, not kept")
-        return self.events
-
-
-def _match(rules: list[Rule], line: str, body: str) -> list[tuple[Rule, dict[str, str]]]:
-    found = []
-    for rule in rules:
-        if any(k in line for k in rule.keywords) and (fields := rule.search(body)) is not None:
-            found.append((rule, fields))
-    return found
-
-
 def _int(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
-def _scan_log(path: Path, source: str, pack: RulePack, scanner: Scanner, ctx: ClockContext,
+def _matches(rules: list[Rule], body: str) -> list[tuple[Rule, dict[str, str]]]:
+    return [(rule, fields) for rule in rules if (fields := rule.search(body)) is not None]
+
+
+def _scan_log(file: BundleFile, pack: RulePack, scanner: Scanner, ctx: ClockContext, cap: int,
               notes: list[str]) -> list[Event]:
-    rules = [r for r in pack.rules if r.applies_to("log")]
-    out = _Collector(source, notes)
+    source = file.rel
+    family_cap = FamilyCap([r for r in pack.rules if r.applies_to("log")], cap)
+    events: list[Event] = []
     hits: dict[int, Hit] = {}
-    for hit in scanner.scan(path, pack.keywords("log")):
+    said: list[str] = []
+    for hit, rules in capped_hits(file, scanner, pack.keywords("log"), family_cap, said):
         pre = strip_prefixes(hit.text)
-        matches = _match(rules, hit.text, pre.body)
+        matches = _matches(rules, pre.body)
         if not matches:
             continue
         stamp = log_time(pre.body, ctx)
         for rule, fields in matches:
             rank = _int(fields.get("rank"))
-            out.add(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
-                          task=pre.task, local_rank=pre.local_rank,
-                          rank=rank if rank is not None else pre.rank,
-                          node=fields.get("node") or fields.get("host"), time=stamp, fields=fields))
+            events.append(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
+                                task=pre.task, local_rank=pre.local_rank,
+                                rank=rank if rank is not None else pre.rank,
+                                node=fields.get("node") or fields.get("host"), time=stamp, fields=fields))
             hits[hit.line_no] = hit
-    events = out.finish()
-    _place_untimed(path, events, hits, ctx, notes, source)
+    notes += [f"{source}: {n}" for n in said] + family_cap.notes(source)
+    _place_untimed(file, events, hits, ctx, notes)
     return events
 
 
-def _place_untimed(path: Path, events: list[Event], hits: dict[int, Hit], ctx: ClockContext,
-                   notes: list[str], source: str) -> None:
+def _place_untimed(file: BundleFile, events: list[Event], hits: dict[int, Hit], ctx: ClockContext,
+                   notes: list[str]) -> None:
     """Give untimed crash, marker and first-symptom lines the stamps of their neighbours.
 
     The neighbour of the same srun task is preferred (srun forwards each task's stream in
@@ -160,22 +135,22 @@ def _place_untimed(path: Path, events: list[Event], hits: dict[int, Hit], ctx: C
             continue
         wanted.append(ev)
     if len(wanted) > MAX_PLACED:
-        notes.append(f"{source}: {len(wanted) - MAX_PLACED} untimed lines left unplaced (ordered by position only)")
+        notes.append(f"{file.rel}: {len(wanted) - MAX_PLACED} untimed lines left unplaced (ordered by position only)")
         wanted = wanted[:MAX_PLACED]
     if not wanted:
         _carry_position_clock(events)
         return
-    with open(path, "rb") as fh:
+    with file.open() as fh:
+        term = line_terminator(fh)
         for ev in wanted:
             offset = hits[ev.line_no].offset
             start = max(0, offset - NEIGHBOUR_WINDOW)
             fh.seek(start)
-            before = fh.read(offset - start).split(b"\n")
+            before = fh.read(offset - start).split(term)
             if start > 0:
                 before = before[1:]  # cut mid-line
             fh.seek(offset)
-            fh.readline(MAX_LINE)  # the event's own line
-            after = fh.read(NEIGHBOUR_WINDOW).split(b"\n")[:-1]
+            after = fh.read(NEIGHBOUR_WINDOW).split(term)[1:-1]  # past the event's own line; last may be cut
             ev.lo = _nearest_stamp(reversed(before), ev.task, ctx)
             ev.hi = _nearest_stamp(after, ev.task, ctx)
     _carry_position_clock(events)
@@ -198,7 +173,7 @@ def _carry_position_clock(events: list[Event]) -> None:
 def _nearest_stamp(lines: Iterable[bytes], task: int | None, ctx: ClockContext) -> datetime | None:
     fallback = None
     for raw in lines:
-        pre = strip_prefixes(decode(raw[:MAX_LINE]))
+        pre = strip_prefixes(decode(raw[:8192]))
         stamp = log_time(pre.body, ctx)
         if stamp is None:
             continue
@@ -208,15 +183,16 @@ def _nearest_stamp(lines: Iterable[bytes], task: int | None, ctx: ClockContext) 
     return fallback
 
 
-def _scan_kernel(node: str, path: Path, pack: RulePack, scanner: Scanner, ctx: ClockContext,
-                 window: tuple[datetime, datetime] | None, notes: list[str]) -> list[Event]:
-    rules = [r for r in pack.rules if r.applies_to("kernel")]
-    source = f"kernel/{path.name}"
-    out = _Collector(source, notes)
+def _scan_kernel(node: str, file: BundleFile, pack: RulePack, scanner: Scanner, ctx: ClockContext,
+                 window: tuple[datetime, datetime] | None, cap: int, notes: list[str]) -> list[Event]:
+    source = file.rel
+    family_cap = FamilyCap([r for r in pack.rules if r.applies_to("kernel")], cap)
+    events: list[Event] = []
     untimed = outside = 0
-    for hit in scanner.scan(path, pack.keywords("kernel")):
+    said: list[str] = []
+    for hit, rules in capped_hits(file, scanner, pack.keywords("kernel"), family_cap, said):
         stamp, message = kernel_time(hit.text, ctx)
-        matches = _match(rules, hit.text, message)
+        matches = _matches(rules, message)
         if not matches:
             continue
         if stamp is None:
@@ -226,13 +202,14 @@ def _scan_kernel(node: str, path: Path, pack: RulePack, scanner: Scanner, ctx: C
             outside += 1
             continue
         for rule, fields in matches:
-            out.add(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
-                          task=None, rank=None, node=node, time=stamp, fields=fields))
+            events.append(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
+                                task=None, rank=None, node=node, time=stamp, fields=fields))
+    notes += [f"{source}: {n}" for n in said] + family_cap.notes(source)
     if untimed:
         notes.append(f"{source}: {untimed} matching lines without a usable time (no boot_time for raw dmesg?)")
     if outside:
         notes.append(f"{source}: {outside} matching lines outside the job's time window ignored")
-    return out.finish()
+    return events
 
 
 def _node_context(bundle: Bundle, node: str, base: ClockContext) -> ClockContext:
@@ -266,10 +243,11 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline
     window = (job.start - margin, job.end + margin) if job.start and job.end else None
 
     events: list[Event] = []
-    for path in bundle.logs:
-        events += _scan_log(path, f"logs/{path.name}", pack, scanner, ctx, notes)
-    for node, path in sorted(bundle.kernels.items()):
-        events += _scan_kernel(node, path, pack, scanner, _node_context(bundle, node, ctx), window, notes)
+    cap = bundle.limits.hits_per_family
+    for file in bundle.logs:
+        events += _scan_log(file, pack, scanner, ctx, cap, notes)
+    for node, file in sorted(bundle.kernels.items()):
+        events += _scan_kernel(node, file, pack, scanner, _node_context(bundle, node, ctx), window, cap, notes)
 
     task_nodes = _task_nodes(events)
     # Under torchrun srun runs one agent per node, so a task id is a node index, not a rank.

@@ -1,54 +1,62 @@
-"""Find candidate lines in large files fast, with memory bounded whatever the file holds.
+"""Find candidate lines in large files fast, with memory and work bounded whatever the file holds.
 
 The rule pack's keywords are literals that every matching line must contain. ripgrep searches
 for all of them at once (Aho-Corasick/SIMD, several times grep's speed) and hands back only the
-few lines that can match; Python's `re` then runs the full rules on those lines alone. Where no
-`rg` binary is found, a pure-Python streaming scan does the same job more slowly.
+few lines that can match; RE2 then runs the full rules on those lines alone. The pure-Python
+streaming scan does the same job more slowly: where no `rg` is found, where ripgrep fails (its
+exit status is checked; a line too long for its memory limit aborts it), and for files whose
+lines end in a bare CR, which ripgrep would read as one line.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import BinaryIO, Protocol
 
-MAX_LINE = 8192  # bytes of one line we keep; the rest of a longer line is dropped
-_READ_CHUNK = 1 << 16
+from slurm_hooks.rules.pattern import literal_needle
+
+MAX_LINE = 8192  # default bytes of one line we keep (config `limits.line_bytes`); the rest is dropped
+RG_MEMORY = 256 << 20  # address space of the rg child: a 2 GiB line aborts it instead of filling RAM
+_CHUNK = 1 << 20
+_SNIFF = 1 << 16
 
 
 @dataclass(frozen=True)
 class Hit:
     line_no: int  # 1-based
     offset: int  # byte offset of the line's start
-    text: str  # at most MAX_LINE bytes of it, decoded leniently
+    text: str  # at most line_bytes bytes of it, decoded leniently
 
 
 class Scanner(Protocol):
-    def scan(self, path: Path, keywords: list[str]) -> Iterator[Hit]: ...
+    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
+             from_offset: int = 0) -> Iterator[Hit]:
+        """Lines of `fh` holding any keyword, after line `after_line` (which starts at byte
+        `from_offset`); what went wrong is appended to `notes`."""
+        ...
 
 
-def read_bounded_line(stream: IO[bytes], limit: int = MAX_LINE) -> tuple[bytes, bool]:
-    """One line, cut at `limit` bytes (the rest is consumed, not kept); (b"", True) at EOF."""
-    line = stream.readline(limit)
-    if not line:
-        return b"", True
-    if line.endswith(b"\n"):
-        return line, False
-    # Over-long line (or the last line without a newline): drop the remainder in bounded chunks.
-    while True:
-        rest = stream.readline(_READ_CHUNK)
-        if not rest or rest.endswith(b"\n"):
-            return line, False
+class ScanFailed(Exception):
+    """ripgrep ended with an error (status >= 2, or a signal): its answer is incomplete."""
 
 
 def decode(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def line_terminator(fh: BinaryIO) -> bytes:
+    """b"\\r" for a file whose head has bare CRs and no LF (old Mac, some progress loggers), else b"\\n"."""
+    fh.seek(0)
+    head = fh.read(_SNIFF)
+    fh.seek(0)
+    return b"\r" if b"\n" not in head and b"\r" in head else b"\n"
 
 
 def find_rg() -> str | None:
@@ -60,47 +68,112 @@ def find_rg() -> str | None:
 
 
 class RipgrepScanner:
-    def __init__(self, rg: str) -> None:
+    def __init__(self, rg: str, line_bytes: int = MAX_LINE, memory: int = RG_MEMORY) -> None:
         self.rg = rg
+        self.line_bytes = line_bytes
+        self.memory = memory
 
-    def scan(self, path: Path, keywords: list[str]) -> Iterator[Hit]:
-        cmd = [self.rg, "--no-config", "--text", "--fixed-strings", "--line-number", "--byte-offset",
-               "--no-filename", "--no-heading", "--color=never", "--no-mmap", f"--max-columns={MAX_LINE}",
-               "--max-columns-preview"]
-        for kw in keywords:
-            cmd += ["-e", kw]
-        cmd += ["--", str(path)]
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
-            assert proc.stdout is not None
-            try:
-                while True:
-                    raw, eof = read_bounded_line(proc.stdout, MAX_LINE + 256)
-                    if eof:
-                        break
-                    line_no, offset, text = raw.split(b":", 2)
-                    yield Hit(int(line_no), int(offset), decode(text))
-            finally:
-                proc.kill()
+    def _limit_memory(self) -> None:  # runs in the child before exec
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
+
+    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
+             from_offset: int = 0) -> Iterator[Hit]:
+        """Raises ScanFailed (after the hits it could give) when rg did not finish cleanly."""
+        with tempfile.TemporaryFile() as patterns, tempfile.TemporaryFile() as errors:
+            # Keywords through a file: no argv limit, and NUL bytes allowed.
+            patterns.write(b"\n".join(k.encode() for k in keywords) + b"\n")
+            patterns.flush()
+            cmd = [self.rg, "--no-config", "--text", "--fixed-strings", "--line-number", "--byte-offset",
+                   "--no-filename", "--no-heading", "--color=never", "--threads=1",
+                   f"--max-columns={self.line_bytes}", "--max-columns-preview",
+                   f"--file=/dev/fd/{patterns.fileno()}", "-"]
+            fh.seek(from_offset)  # rg reads stdin from here: its line 1 is our line `after_line`
+            base = max(after_line - 1, 0)
+            with subprocess.Popen(cmd, stdin=fh, stdout=subprocess.PIPE, stderr=errors,
+                                  pass_fds=(patterns.fileno(),), preexec_fn=self._limit_memory) as proc:
+                assert proc.stdout is not None
+                finished = False
+                try:
+                    for raw in proc.stdout:  # rg cuts each line at line_bytes (--max-columns)
+                        parts = raw[: self.line_bytes + 256].split(b":", 2)
+                        if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() and \
+                                (line_no := base + int(parts[0])) > after_line:
+                            yield Hit(line_no, from_offset + int(parts[1]), decode(parts[2][: self.line_bytes]))
+                    finished = True
+                finally:
+                    if not finished:
+                        proc.kill()  # the caller stopped early (or failed): not rg's failure
+                rc = proc.wait()
+            if rc not in (0, 1):  # 0: lines found, 1: none
+                errors.seek(0)
+                said = errors.read(300).decode(errors="replace").strip().splitlines()
+                how = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
+                raise ScanFailed(f"{how}" + (f": {said[0]}" if said else ""))
 
 
 class PythonScanner:
-    """Fallback with the same results: streams the file, bounded line length."""
+    """Same results as ripgrep: streams the file in chunks, keeps at most `line_bytes` of a line."""
 
-    def scan(self, path: Path, keywords: list[str]) -> Iterator[Hit]:
-        needle = re.compile(b"|".join(re.escape(k.encode()) for k in keywords))
-        with open(path, "rb") as fh:
-            line_no = offset = 0
-            while True:
-                start = fh.tell()
-                raw, eof = read_bounded_line(fh)
-                if eof:
-                    return
+    def __init__(self, line_bytes: int = MAX_LINE) -> None:
+        self.line_bytes = line_bytes
+
+    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
+             from_offset: int = 0) -> Iterator[Hit]:
+        """Hits after line `after_line`, reading from `from_offset` (the start of that line)."""
+        needle = literal_needle(list(keywords))
+        term = line_terminator(fh)
+        fh.seek(from_offset)
+        line_no, offset, keep = max(after_line - 1, 0), from_offset, self.line_bytes
+        buf, skipping = b"", False  # skipping: inside an over-long line whose head was already looked at
+        while chunk := fh.read(_CHUNK):
+            buf += chunk
+            start = 0
+            if skipping:
+                if (end := buf.find(term)) < 0:
+                    offset, buf = offset + len(buf), b""
+                    continue
+                skipping, start = False, end + 1
+            last = buf.rfind(term)
+            if last >= start and needle.search(buf[start:last + 1]) is None:  # no keyword: count lines only
+                line_no += buf.count(term, start, last + 1)
+                start = last + 1
+            while (end := buf.find(term, start)) >= 0 or len(buf) - start > keep:
                 line_no += 1
-                offset = start
-                if needle.search(raw):
-                    yield Hit(line_no, offset, decode(raw))
+                raw = buf[start:min(end, start + keep) if end >= 0 else start + keep]
+                if line_no > after_line and needle.search(raw):
+                    yield Hit(line_no, offset + start, decode(raw))
+                if end < 0:  # over-long line: the rest of it is read, never kept
+                    skipping, start = True, len(buf)
+                    break
+                start = end + 1
+            offset, buf = offset + start, buf[start:]
+        if buf and not skipping and line_no + 1 > after_line and needle.search(buf[:keep]):
+            yield Hit(line_no + 1, offset, decode(buf[:keep]))
 
 
-def default_scanner() -> Scanner:
-    rg = find_rg()
-    return RipgrepScanner(rg) if rg else PythonScanner()
+class ResilientScanner:
+    """ripgrep where it can answer; the Python scanner where it cannot, said in `notes`."""
+
+    def __init__(self, rg: str | None, line_bytes: int = MAX_LINE) -> None:
+        self.rg = RipgrepScanner(rg, line_bytes) if rg else None
+        self.python = PythonScanner(line_bytes)
+
+    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
+             from_offset: int = 0) -> Iterator[Hit]:
+        if self.rg is None or line_terminator(fh) != b"\n":
+            yield from self.python.scan(fh, keywords, notes, after_line, from_offset)
+            return
+        try:
+            for hit in self.rg.scan(fh, keywords, notes, after_line, from_offset):
+                yield hit
+                after_line, from_offset = hit.line_no, hit.offset  # where to resume if rg fails
+            return
+        except ScanFailed as exc:
+            notes.append(f"ripgrep failed ({exc}); the Python scanner read on from line {after_line + 1}")
+        yield from self.python.scan(fh, keywords, notes, after_line, from_offset)
+
+
+def default_scanner(line_bytes: int = MAX_LINE) -> Scanner:
+    return ResilientScanner(find_rg(), line_bytes)

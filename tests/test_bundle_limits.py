@@ -1,0 +1,140 @@
+"""Reading a bundle is bounded and follows nothing: caps on files, bytes and tarballs; no symlinks."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from slurm_hooks.bundle import open_bundle
+from slurm_hooks.config import Limits
+from slurm_hooks.diagnose import diagnose
+from slurm_hooks.tarbundle import PREFIX, sweep_leftovers
+from tests.conftest import write_bundle
+
+JOB = {"job_id": "42", "state": "FAILED", "exit_code": "139:0", "start_time": "2026-01-05T10:00:00+00:00",
+       "end_time": "2026-01-05T11:00:00+00:00", "nodes": ["n1"]}
+CRASH = "0: [2026-01-05 10:30:00] saving checkpoint at iteration 10\n0: !!!!!!! Segfault encountered !!!!!!!\n"
+SECRET = "root-only-secret-7f3a"
+
+
+@pytest.fixture
+def secret_dir(tmp_path: Path) -> Path:
+    """What a user must never get into a diagnosis: a directory of root-only files."""
+    d = tmp_path / "root-only"
+    d.mkdir()
+    (d / "n1.json").write_text(json.dumps({"node": "n1", "driver_version": SECRET}))
+    (d / "job.out").write_text(f"0: !!!!!!! Segfault encountered !!!!!!! {SECRET}\n")
+    d.chmod(0o700)
+    return d
+
+
+@pytest.mark.parametrize("part", ["logs", "nodes", "kernel"])
+def test_a_symlinked_part_is_refused_never_followed(tmp_path: Path, pack, secret_dir: Path, part: str) -> None:
+    root = write_bundle(tmp_path / "b", JOB, {"job.out": CRASH})
+    target = root / part
+    if target.exists():
+        for f in target.iterdir():
+            f.unlink()
+        target.rmdir()
+    target.symlink_to(secret_dir)
+    with open_bundle(root) as bundle:
+        got = diagnose(bundle, pack)
+    dumped = json.dumps(got.to_dict())
+    assert SECRET not in dumped
+    assert any(s.startswith(f"{part}/: not read") for s in got.skipped), got.skipped
+
+
+def test_symlinked_files_and_job_json_are_refused(tmp_path: Path, pack, secret_dir: Path) -> None:
+    root = write_bundle(tmp_path / "b", JOB, {"job.out": CRASH})
+    (root / "logs" / "more.out").symlink_to(secret_dir / "job.out")
+    (root / "nodes" / "n1.json").symlink_to(secret_dir / "n1.json")
+    (root / "job.json").unlink()
+    (root / "job.json").symlink_to(secret_dir / "n1.json")
+    with open_bundle(root) as bundle:
+        got = diagnose(bundle, pack)
+    assert SECRET not in json.dumps(got.to_dict())
+    assert "logs/more.out: not a regular file; not read" in got.skipped
+    assert any(s.startswith("job.json: not read") for s in got.skipped)
+
+
+def test_file_count_and_size_caps_on_a_directory(tmp_path: Path, pack) -> None:
+    logs = {"a.out": CRASH, **{f"z{i:02}.out": "x\n" for i in range(5)}, "zz-big.out": "y" * (2 << 20)}
+    root = write_bundle(tmp_path / "b", JOB, logs, [{"node": "n1"}])
+    with open_bundle(root, Limits(bundle_files=4, bundle_mb=1)) as bundle:
+        assert [f.name for f in bundle.logs] == ["a.out", "z00.out", "z01.out"]  # nodes/n1.json is the 4th
+        got = diagnose(bundle, pack)
+    assert got.label == "checkpoint_segfault"
+    assert "logs/z02.out: not read: more than limits.bundle_files=4 files" in got.skipped
+
+
+def _tarball(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> Path:
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            info.size = len(data) if info.isreg() else 0
+            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    return path
+
+
+def _file(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
+    return tarfile.TarInfo(name), data
+
+
+BASE = [_file("5512093/job.json", json.dumps(JOB).encode()), _file("5512093/logs/job.out", CRASH.encode())]
+
+
+def test_a_tarball_bomb_is_cut_at_tar_mb(tmp_path: Path, pack) -> None:
+    bomb = _tarball(tmp_path / "bomb.tar.gz", [*BASE, _file("5512093/logs/zeros.out", bytes(3 << 20)),
+                                               _file("5512093/logs/after.out", b"x\n")])
+    with open_bundle(bomb, Limits(tar_mb=2)) as bundle:
+        assert [f.name for f in bundle.logs] == ["job.out"]
+        got = diagnose(bundle, pack)
+    assert got.label == "checkpoint_segfault"
+    assert "tarball: 5512093/logs/zeros.out and the rest left out: past limits.tar_mb=2" in got.skipped
+
+
+def test_a_sparse_member_is_refused(tmp_path: Path) -> None:
+    sparse = tarfile.TarInfo("5512093/logs/sparse.out")
+    sparse.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "logs/sparse.out",
+                          "GNU.sparse.realsize": str(8 << 30)}
+    tgz = _tarball(tmp_path / "sparse.tar.gz", [*BASE, (sparse, b"1\n8589934591\n1\n".ljust(512, b"\0") + b"x")])
+    with open_bundle(tgz) as bundle:
+        assert [f.name for f in bundle.logs] == ["job.out"]
+        assert "tarball: logs/sparse.out: sparse member refused" in bundle.skipped  # its GNU.sparse.name
+
+
+def test_many_tiny_members_and_deep_nesting_cost_only_the_caps(tmp_path: Path) -> None:
+    deep = tarfile.TarInfo("5512093/" + "d/" * 2000 + "job.out")
+    tiny = [_file(f"5512093/logs/t{i:04}.out", b"t\n") for i in range(300)]
+    tgz = _tarball(tmp_path / "many.tar.gz", [*BASE, (deep, b"deep\n"), *tiny])
+    with open_bundle(tgz, Limits(tar_members=100, bundle_files=50)) as bundle:
+        assert len(bundle.logs) == 49  # job.json is the 50th file
+        assert "tarball: entries past limits.tar_members=100 left out" in bundle.skipped
+        assert any("past limits.bundle_files=50" in s for s in bundle.skipped)
+        assert "tarball: 1 entries outside the bundle layout (or not regular files) ignored" in bundle.skipped
+
+
+def test_the_extraction_directory_goes_on_every_way_out(tmp_path: Path, pack) -> None:
+    tgz = _tarball(tmp_path / "b.tar.gz", BASE)
+    with open_bundle(tgz) as bundle:
+        where = bundle.root
+        assert where.name.startswith(f"{PREFIX}{os.getpid()}-") and (where / "logs/job.out").is_file()
+    assert not where.exists()
+    with pytest.raises(RuntimeError), open_bundle(tgz) as bundle:
+        where = bundle.root
+        raise RuntimeError("the diagnosis failed")
+    assert not where.exists()
+
+
+def test_leftovers_of_a_killed_run_are_swept(tmp_path: Path) -> None:
+    dead = tmp_path / f"{PREFIX}{2**22 + 12345}-abc"  # above pid_max's default: no such process
+    alive = tmp_path / f"{PREFIX}{os.getpid()}-def"
+    other = tmp_path / "unrelated"
+    for d in (dead, alive, other):
+        (d / "logs").mkdir(parents=True)
+    sweep_leftovers(tmp_path)
+    assert not dead.exists() and alive.exists() and other.exists()
