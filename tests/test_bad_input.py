@@ -133,3 +133,31 @@ def test_job_json_nested_200000_deep_is_skipped(tmp_path: Path, pack) -> None:
     assert got.label == "checkpoint_segfault"
     assert "job.json: nested too deep to be ours; ignored" in got.skipped
     assert "nodes/deep.json: nested too deep to be ours; ignored" in got.skipped
+
+
+# ------------------------------------------------- issue 8 class 4: no silent wrong answers
+NCCL = "1: [rank1]:[E105 10:40:00.1 ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation timeout: " \
+       "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
+
+
+def test_cr_only_log_gets_the_real_label(tmp_path: Path, pack) -> None:
+    body = (CRASH + NCCL).replace("\n", "\r")
+    root = write_bundle(tmp_path / "b", JOB, {"job.out": body})
+    got = diagnose(load_bundle(root), pack)
+    assert got.label == "checkpoint_segfault" and got.first_fault and got.first_fault["source"] == "logs/job.out:2"
+
+
+def test_rule_keywords_with_nul_and_a_flood_of_keywords(tmp_path: Path) -> None:
+    from slurm_hooks.rules import load_rule_pack
+
+    nul = tmp_path / "nul.yaml"
+    nul.write_text('rules: [ {name: nul, family: segfault, role: primary, source: log, keywords: ["dead\\0beef"], '
+                   "pattern: 'dead.beef'} ]\n")
+    many = tmp_path / "many.yaml"
+    many.write_text("rules: [ {name: many, family: f, role: context, keywords: [" +
+                    ", ".join(f"kw{i}" for i in range(20_000)) + "], pattern: kw} ]\n")
+    pack = load_rule_pack([nul, many])  # the hooks' way: nothing raises
+    assert any("many.yaml" in s and "more than 5000" in s for s in pack.skipped)
+    root = write_bundle(tmp_path / "b", {**JOB, "exit_code": "1:0"}, {"job.out": b"x\n0: dead\x00beef\n"})
+    got = diagnose(load_bundle(root), pack)
+    assert got.label == "app_segfault" and got.first_fault and got.first_fault["source"] == "logs/job.out:2"

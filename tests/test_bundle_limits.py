@@ -9,6 +9,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from slurm_hooks.bundle import open_bundle
 from slurm_hooks.config import Limits
@@ -138,3 +140,15 @@ def test_leftovers_of_a_killed_run_are_swept(tmp_path: Path) -> None:
         (d / "logs").mkdir(parents=True)
     sweep_leftovers(tmp_path)
     assert not dead.exists() and alive.exists() and other.exists()
+
+
+@given(st.lists(st.sampled_from(["", ".", "..", "logs", "nodes", "kernel", "job.json", "top", ".hidden", "a\0b",
+                                 "x" * 300, "n1.json", "/"]), max_size=6).map("/".join))
+def test_tar_member_names_map_only_into_the_bundle_layout(name: str) -> None:
+    from slurm_hooks.tarbundle import _bundle_path
+
+    rel = _bundle_path(name)
+    if rel is not None:
+        parts = rel.split("/")
+        assert rel == "job.json" or (len(parts) == 2 and parts[0] in ("logs", "nodes", "kernel"))
+        assert ".." not in parts and "\0" not in rel and not parts[-1].startswith(".")
