@@ -32,7 +32,7 @@ class TarballError(Exception):
 def _bundle_path(name: str) -> str | None:
     """`job.json` or `part/file` for a member in the bundle layout (optionally under one folder)."""
     parts = [p for p in name.split("/") if p not in ("", ".")]
-    if parts and parts[-1] == "job.json" and (len(parts) == 1 or len(parts) == 2 and parts[0] not in PARTS):
+    if parts and parts[-1] == "job.json" and (len(parts) == 1 or (len(parts) == 2 and parts[0] not in PARTS)):
         return "job.json"
     if len(parts) in (2, 3) and parts[-2] in PARTS:
         leaf = parts[-1]
