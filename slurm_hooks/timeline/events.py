@@ -11,7 +11,7 @@ from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.hits import FamilyCap, capped_hits
 from slurm_hooks.timeline.prefixes import strip_prefixes
-from slurm_hooks.timeline.scan import Hit, Scanner, decode, line_terminator
+from slurm_hooks.timeline.scan import MAX_LINE, Hit, Scanner, decode, line_terminator
 from slurm_hooks.times import parse_iso, zone_named
 
 MAX_PLACED = 500  # untimed lines placed between their neighbours, per file
@@ -173,7 +173,7 @@ def _carry_position_clock(events: list[Event]) -> None:
 def _nearest_stamp(lines: Iterable[bytes], task: int | None, ctx: ClockContext) -> datetime | None:
     fallback = None
     for raw in lines:
-        pre = strip_prefixes(decode(raw[:8192]))
+        pre = strip_prefixes(decode(raw[:MAX_LINE]))
         stamp = log_time(pre.body, ctx)
         if stamp is None:
             continue
