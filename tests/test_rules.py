@@ -173,25 +173,7 @@ advice:
     ("rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: a, priority: high} ]", "key 'priority'"),
     ("- just a list", "top level must be a mapping"),
     ("rules: [", "not valid YAML"),
-])
-def test_bad_rule_file_names_file_and_key(tmp_path: Path, text: str, message: str) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(text)
-    with pytest.raises(RulePackError) as err:
-        load_rule_pack([bad], strict=True)
-    assert str(bad) in str(err.value) and message in str(err.value)
-
-
-def test_missing_rule_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(RulePackError, match=r"nope\.yaml: cannot read rule file"):
-        load_rule_pack([tmp_path / "nope.yaml"], strict=True)
-
-
-# ------------------------------------------------------------- hostile rule files (issue 8 class 3)
-RULE = "rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: 'a'} ]\n"
-
-
-@pytest.mark.parametrize(("text", "message"), [
+    # hostile values (issue 8 class 3)
     ("advice: {gpu_xid: ['{0}']}", "advice.gpu_xid[0]': unknown placeholder {0}"),
     ("advice: {gpu_xid: ['{node.__class__}']}", "unknown placeholder {node.__class__}"),
     ("advice: {gpu_xid: ['{node:>99999999}']}", "unknown placeholder {node:>99999999}"),
@@ -211,12 +193,21 @@ RULE = "rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: 'a'
     ("rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: a, priority: true} ]", "key 'priority'"),
     ("rules: [ {family: f} ]", "key 'name' must be a str"),
 ])
-def test_bad_values_name_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+def test_bad_rule_file_names_file_and_key(tmp_path: Path, text: str, message: str) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
     with pytest.raises(RulePackError) as err:
         load_rule_pack([bad], strict=True)
     assert str(bad) in str(err.value) and message in str(err.value)
+
+
+def test_missing_rule_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(RulePackError, match=r"nope\.yaml: cannot read rule file"):
+        load_rule_pack([tmp_path / "nope.yaml"], strict=True)
+
+
+# ------------------------------------------------------------- hostile rule files (issue 8 class 3)
+RULE = "rules: [ {name: x, family: f, role: primary, keywords: [a], pattern: 'a'} ]\n"
 
 
 def test_non_utf8_rule_file_is_a_clear_error(tmp_path: Path) -> None:
