@@ -87,7 +87,10 @@ def test_a_line_too_long_for_rg_falls_back_to_python_and_says_so(tmp_path: Path)
     # filling memory. Its status is checked; the Python scanner reads on from the last good hit.
     path = tmp_path / "flood.out"
     with open(path, "wb") as fh:
-        fh.write(b"0: Watchdog caught one\n" + b"q" * (96 << 20) + b"\n0: !!!!!!! Segfault encountered !!!!!!!\n")
+        fh.write(b"0: Watchdog caught one\n")
+        for _ in range(96):  # in pieces: a 96 MiB bytes object would raise pytest's peak RSS for later tests
+            fh.write(b"q" * (1 << 20))
+        fh.write(b"\n0: !!!!!!! Segfault encountered !!!!!!!\n")
     notes: list[str] = []
     scanner = ResilientScanner(RG)
     scanner.rg = RipgrepScanner(RG, memory=64 << 20)

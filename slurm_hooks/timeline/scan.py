@@ -23,7 +23,7 @@ from typing import BinaryIO, Protocol
 from slurm_hooks.rules.pattern import literal_needle
 
 MAX_LINE = 8192  # default bytes of one line we keep (config `limits.line_bytes`); the rest is dropped
-RG_MEMORY = 256 << 20  # address space of the rg child: a 2 GiB line aborts it instead of filling RAM
+RG_MEMORY = 128 << 20  # address space of the rg child: a 2 GiB line aborts it instead of filling RAM
 _CHUNK = 1 << 20
 _SNIFF = 1 << 16
 
