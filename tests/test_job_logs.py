@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -59,11 +61,21 @@ def test_copy_refuses_a_planted_symlink_and_fifos(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another user needs root (the Epilog is root)")
-def test_copy_uses_the_job_users_rights(tmp_path: Path) -> None:
-    private = tmp_path / "root-only.out"
-    private.write_text("root's secret")
-    private.chmod(0o600)
-    tmp_path.chmod(0o755)
-    with open(tmp_path / "copy", "wb") as out:
-        got = copy_as_user(str(private), out, NOBODY, NOBODY, limit=1 << 20, timeout_s=30)
-    assert not got.ok and "Permission denied" in got.error
+def test_copy_uses_the_job_users_rights() -> None:
+    """As nobody: a world-readable log is copied, a root-only file is refused by the reader itself."""
+    folder = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own tmp dirs are private to root
+    try:
+        folder.chmod(0o755)
+        public, private = folder / "public.out", folder / "root-only.out"
+        public.write_text("fine\n")
+        private.write_text("root's secret")
+        private.chmod(0o600)
+        python = "/usr/bin/python3"  # the test's interpreter may sit under /root, which nobody cannot enter
+        with open(folder / "copy", "wb") as out:
+            assert copy_as_user(str(public), out, NOBODY, NOBODY, 1 << 20, 30, python=python).ok
+        assert (folder / "copy").read_text() == "fine\n"
+        with open(folder / "copy2", "wb") as out:
+            got = copy_as_user(str(private), out, NOBODY, NOBODY, 1 << 20, 30, python=python)
+        assert not got.ok and got.error == "cannot open: Permission denied"
+    finally:
+        shutil.rmtree(folder)

@@ -51,11 +51,13 @@ class Copied:
     error: str = ""
 
 
-def copy_as_user(source: str, out: BinaryIO, uid: int, gid: int, limit: int, timeout_s: float) -> Copied:
-    """Copy into `out` (an open file); on failure `out` may hold a partial copy the caller drops."""
+def copy_as_user(source: str, out: BinaryIO, uid: int, gid: int, limit: int, timeout_s: float,
+                 python: str = sys.executable) -> Copied:
+    """Copy into `out` (an open file); on failure `out` may hold a partial copy the caller drops.
+    `python` runs the reader as the job user, so that user must be able to execute it."""
     as_user: dict[str, Any] = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 else {}
     try:
-        proc = run_bounded([sys.executable, "-S", "-c", _READER, source, str(limit)], timeout_s,
+        proc = run_bounded([python, "-S", "-c", _READER, source, str(limit)], timeout_s,
                            stdout=out, **as_user)
     except subprocess.TimeoutExpired:
         return Copied(source, False, error=f"no copy within {timeout_s:g}s")
