@@ -91,7 +91,7 @@ class Spool:
         try:
             with opened_dir(self.root, self._parts(job_id, "parts/")[0]) as fd:
                 return {n.removesuffix(".done") for n in os.listdir(fd) if n.endswith(".done")}
-        except FileNotFoundError:
+        except OSError:  # none yet, or a planted link where the job's dir should be: no part is done
             return set()
 
     def save_diagnosis(self, job_id: str, diagnosis: dict[str, Any]) -> None:

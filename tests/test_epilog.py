@@ -252,3 +252,14 @@ def test_main_opted_out_removes_the_jobs_state(tmp_path: Path, monkeypatch: pyte
     assert epilog.main({"SLURM_JOB_ID": JOB, "SLURM_JOB_COMMENT": "slurm-hooks=off"}) == 0
     log = (tmp_path / "hooks.log").read_text()
     assert '"opted_out"' in log and '"state_removed"' in log and not (tmp_path / "state/jobs" / JOB).exists()
+
+
+def test_a_link_planted_at_the_jobs_spool_dir_is_refused_and_the_job_still_annotated(crash: Rig) -> None:
+    elsewhere = crash.tmp / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    (Path(crash.config.spool_dir) / "jobs").mkdir(parents=True)
+    (Path(crash.config.spool_dir) / "jobs" / JOB).symlink_to(elsewhere)
+    crash.run()
+    assert list(elsewhere.iterdir()) == [] and elsewhere.stat().st_mode & 0o777 == 0o755  # nothing written or chmod-ed
+    assert "evidence_not_written" in crash.log.events("error")
+    assert (crash.annotation() or {}).get("label") == "unknown"  # processed, and says it could not diagnose
