@@ -36,10 +36,19 @@ def _cost(fn: Callable[[str], object], text: str) -> float:
     return best
 
 
-def growth(fn: Callable[[str], object], make: Callable[[int], str], n: int = SMALL) -> float:
-    """time(n * FACTOR) / time(n); a floor on the small time keeps timer noise out of the ratio."""
-    small = max(_cost(fn, make(n)), 50e-6)
-    return _cost(fn, make(n * FACTOR)) / small
+def growth(fn: Callable[[str], object], make: Callable[[int], str], n: int = SMALL, tries: int = 3) -> float:
+    """time(n * FACTOR) / time(n); a floor on the small time keeps timer noise out of the ratio.
+
+    A ratio over LIMIT is measured twice more and the smallest kept: on a shared machine another
+    process can stall one measurement, but it cannot make real super-linear growth go away.
+    """
+    small_text, large_text = make(n), make(n * FACTOR)
+    ratio = float("inf")
+    for _ in range(tries):
+        ratio = min(ratio, _cost(fn, large_text) / max(_cost(fn, small_text), 50e-6))
+        if ratio < LIMIT:
+            break
+    return ratio
 
 
 def _near_misses(keyword: str) -> list[Callable[[int], str]]:
@@ -90,4 +99,4 @@ def test_line_parsers_are_linear(name: str) -> None:
 def test_the_check_catches_a_quadratic_pattern() -> None:
     # The guard itself must be able to fail: Python's backtracking `re` on the old ucx pattern.
     old = re.compile(r"\[(?P<host>[^:\]\s]+):\s*(?P<pid>\d+)\s*:(?P<thr>\d+):(?P<tid>\d+)\] Caught signal 11 \(")
-    assert growth(old.search, lambda n: "] Caught signal 11 (" + "[" * n, n=2048) > LIMIT
+    assert growth(old.search, lambda n: "] Caught signal 11 (" + "[" * n, n=1024, tries=1) > LIMIT
