@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
-.PHONY: venv demo test test-unit coverage-epilog lint typecheck bench cluster-up cluster-down clean
+.PHONY: venv demo test test-unit coverage-epilog lint typecheck bench browser cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,7 +21,7 @@ demo: venv  ## diagnose the embedded headline example
 test-unit: venv  ## everything that needs no Slurm daemons
 	$(BIN)/pytest -q -m "not slurm"
 
-test: venv  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
+test: venv browser  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
 	$(MAKE) cluster-up
 	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q; rc=$$?; $(MAKE) cluster-down; exit $$rc
 
@@ -44,6 +44,12 @@ bench: venv  ## speed claims, as ratios against baselines measured in the same r
 	$(BIN)/python bench/hook_startup.py
 	$(BIN)/python bench/scan_throughput.py
 	$(BIN)/python bench/epilog_wall.py
+	$(BIN)/python bench/report_scale.py
+
+browser:  ## Debian's chromium, which the HTML report test drives through playwright (no browser download)
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] || { echo "make browser: run as root" >&2; exit 1; }; \
+	  export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null && \
+	  apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null; }
 
 cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks
 	deploy/dev-cluster/cluster-up.sh

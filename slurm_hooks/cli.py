@@ -150,6 +150,12 @@ def _collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from slurm_hooks.report.run import main
+
+    return main(args, _config(args.config))
+
+
 def _install_hooks(args: argparse.Namespace) -> int:
     from slurm_hooks.install import install_hooks
 
@@ -160,6 +166,8 @@ def _install_hooks(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from slurm_hooks.report.views import VIEWS
+
     parser = argparse.ArgumentParser(
         prog="slurm-hooks",
         description="Why a GPU job died, on which node, and what to do: Slurm Prolog/TaskProlog/Epilog and tools.")
@@ -203,6 +211,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job_id")
     p.add_argument("-o", "--output", required=True, help="FILE.tar.gz")
     p.set_defaults(func=_collect)
+
+    p = sub.add_parser("report", help="audit: failures across jobs, nodes, drivers, CDMM and scale, from accounting")
+    p.add_argument("--since", default="7d", help="start: a duration before now (7d, 12h, 30m, 2w) or an ISO date/time")
+    p.add_argument("--until", default="now", help="end: the same forms (default now)")
+    p.add_argument("--format", choices=("text", "csv", "json", "html"), default="text")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout (html needs it)")
+    p.add_argument("--group-by", choices=VIEWS, help="one view only (text, csv; csv default: label)")
+    for key in ("partition", "user", "account", "label", "node"):
+        p.add_argument(f"--{key}", action="append", default=[], help=f"only jobs of this {key} (repeatable, a,b)")
+    p.add_argument("--details", type=int, nargs="?", const=50, default=0, metavar="N",
+                   help="add the spooled diagnosis (summary, first fault) of up to N failed jobs (default 50)")
+    p.add_argument("--input", metavar="FILE", help="rows saved from sacct (see README) instead of asking Slurm")
+    p.add_argument("--config", help="configuration file (default: $SLURM_HOOKS_CONFIG or /etc/...)")
+    p.set_defaults(func=_report)
 
     p = sub.add_parser("install-hooks", help="write the hook scripts slurm.conf points at")
     p.add_argument("--dest", default="/etc/slurm/hooks")

@@ -58,6 +58,11 @@ class Annotation(NamedTuple):
     mode: str = "all"  # all | failures | shadow (diagnose and keep, never annotate)
 
 
+class Report(NamedTuple):
+    rack_pattern: str = r"gb-r(?P<rack>\d+)-c\d+"  # names a node's rack (group "rack"); no match: rack "?"
+    repeat_root_min: int = 3  # a node that was the root of this many failures is listed for a person to check
+
+
 class Config(NamedTuple):
     host_root: str = "/"  # where the host's /proc and /sys are seen (SUNK: slurmd runs in a pod)
     state_dir: str = DEFAULT_STATE_DIR  # per-job node facts for the TaskProlog
@@ -67,6 +72,7 @@ class Config(NamedTuple):
     budgets: Budgets = Budgets()
     annotation: Annotation = Annotation()
     limits: Limits = Limits()
+    report: Report = Report()
     rule_files: tuple[str, ...] = ()
     annotator: str = "epilog"  # epilog (the batch host's Epilog) | epilog_slurmctld
     log_timezone: str = "UTC"  # zone of the jobs' own log stamps (containers usually run in UTC)
@@ -80,7 +86,7 @@ _CHOICES = {"annotation.field": ("admin_comment", "comment"), "annotation.mode":
             "ncore_sources.type": ("file", "env", "command"), "annotator": ("epilog", "epilog_slurmctld")}
 
 
-_Record = Config | Budgets | Annotation | Limits | NcoreSource  # the record types a config section becomes
+_Record = Config | Budgets | Annotation | Limits | Report | NcoreSource  # the record types a config section becomes
 
 
 def _check_keys(doc: dict[str, Any], cls: type[_Record], where: str, prefix: str) -> None:
@@ -134,6 +140,19 @@ def _ncore(items: Any, where: str) -> tuple[NcoreSource, ...]:
     return tuple(out)
 
 
+def _report(doc: Any, where: str) -> Report:
+    import re
+
+    report: Report = _section(doc, Report, where, "report.")
+    try:
+        groups = re.compile(report.rack_pattern).groupindex
+    except re.error as exc:
+        raise ConfigError(f"{where}: key 'report.rack_pattern' is not a regular expression: {exc}") from None
+    if "rack" not in groups:
+        raise ConfigError(f"{where}: key 'report.rack_pattern' needs a group named rack: (?P<rack>...)")
+    return report
+
+
 def parse_config(text: str, where: str) -> Config:
     import yaml  # deferred: ~25 ms, and the TaskProlog path never needs it
 
@@ -154,6 +173,8 @@ def parse_config(text: str, where: str) -> Config:
             values[key] = _section(value, Annotation, where, "annotation.")
         elif key == "limits":
             values[key] = _section(value, Limits, where, "limits.")
+        elif key == "report":
+            values[key] = _report(value, where)
         elif key == "ncore_sources":
             values[key] = _ncore(value, where)
         elif key == "rule_files":
@@ -171,13 +192,13 @@ def config_path() -> Path:
 
 def _to_dict(config: Config) -> dict[str, Any]:
     return {**config._asdict(), "budgets": config.budgets._asdict(), "annotation": config.annotation._asdict(),
-            "limits": config.limits._asdict(),
+            "limits": config.limits._asdict(), "report": config.report._asdict(),
             "ncore_sources": [n._asdict() for n in config.ncore_sources]}
 
 
 def _from_dict(doc: dict[str, Any]) -> Config:
     return Config(**{**doc, "budgets": Budgets(**doc["budgets"]), "annotation": Annotation(**doc["annotation"]),
-                     "limits": Limits(**doc["limits"]),
+                     "limits": Limits(**doc["limits"]), "report": Report(**doc["report"]),
                      "ncore_sources": tuple(NcoreSource(**{**n, "argv": tuple(n["argv"])})
                                             for n in doc["ncore_sources"]),
                      "rule_files": tuple(doc["rule_files"])})

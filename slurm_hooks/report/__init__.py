@@ -1,0 +1,1 @@
+"""`slurm-hooks report`: the admin audit over Slurm accounting (read -> aggregate -> render)."""

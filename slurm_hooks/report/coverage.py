@@ -1,0 +1,55 @@
+"""Why a failed job has no diagnosis in accounting, from its record and this host's spool.
+
+The spool (`<spool_dir>/jobs/<id>/diagnosis.json`, `<spool_dir>/outbox/<id>.json`) is the one
+written by the annotating Epilog; run the report where that spool is (the annotator's node, or
+any node when it is shared).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from slurm_hooks.hooks.epilog import OPT_OUT
+
+REASONS = ("opted_out", "foreign_admin_comment", "unreadable_record", "outbox_not_flushed", "shadow_mode",
+           "diagnosed_not_annotated", "not_processed")
+_UNREADABLE = {"unknown_label", "truncated", "newer_schema", "case_changed", "untrusted_comment"}
+MAX_DIAGNOSIS = 4 << 20
+
+
+class SpoolView:
+    def __init__(self, spool_dir: str, mode: str) -> None:
+        self.root = Path(spool_dir)
+        self.mode = mode
+
+    def reason(self, job_id: str, bucket: str, comment: str) -> str:
+        if OPT_OUT in comment.lower():
+            return "opted_out"
+        if bucket in ("jobstats", "free_text"):
+            return "foreign_admin_comment"
+        if bucket in _UNREADABLE:
+            return "unreadable_record"
+        if (self.root / "outbox" / f"{job_id}.json").is_file():
+            return "outbox_not_flushed"
+        if (self.root / "jobs" / job_id / "diagnosis.json").is_file():
+            return "shadow_mode" if self.mode == "shadow" else "diagnosed_not_annotated"
+        return "not_processed"
+
+    def diagnosis(self, job_id: str) -> dict[str, Any] | None:
+        """The spooled diagnosis's headline and first fault, or None (absent, too large, damaged)."""
+        path = self.root / "jobs" / job_id / "diagnosis.json"
+        try:
+            if not job_id.isdigit() or path.stat().st_size > MAX_DIAGNOSIS:
+                return None
+            doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict):
+            return None
+        fault = doc.get("first_fault")
+        fault = fault if isinstance(fault, dict) else {}
+        return {"label": doc.get("label"), "summary": doc.get("summary"), "root_node": doc.get("root_node"),
+                "first_fault": {k: fault.get(k) for k in ("time", "kind", "node", "rank", "source", "line")},
+                "evidence": len(doc.get("evidence") or [])}

@@ -1,0 +1,117 @@
+"""The report's one pass: accounting rows -> jobs -> filters -> tally -> a JSON-able document."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from slurm_hooks.config import Config
+from slurm_hooks.report.aggregate import Tally
+from slurm_hooks.report.coverage import SpoolView
+from slurm_hooks.report.read import Filters, JobReader
+from slurm_hooks.slurm.client import AccountingRow
+
+_SPAN = re.compile(r"^(\d+)([mhdw])$")
+_UNIT = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_when(text: str, now: datetime) -> datetime:
+    """`7d`, `12h`, `30m`, `2w` before now; or an ISO date/time (local time when it has no zone)."""
+    span = _SPAN.match(text.strip())
+    if span:
+        return now - timedelta(**{_UNIT[span.group(2)]: int(span.group(1))})
+    if text.strip() == "now":
+        return now
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is neither a duration (7d, 12h, 30m, 2w) nor an ISO date/time") from None
+    return when if when.tzinfo else when.astimezone()
+
+
+def tally_rows(rows: Iterable[AccountingRow], reader: JobReader, filters: Filters, tally: Tally) -> None:
+    for row in rows:
+        if not row.job_id:
+            tally.unreadable()
+            continue
+        job = reader.job(row)
+        if filters.keep(job):
+            tally.add(job)
+
+
+def window(since: datetime, until: datetime) -> dict[str, str]:
+    return {"since": since.astimezone(timezone.utc).isoformat(), "until": until.astimezone(timezone.utc).isoformat()}
+
+
+def filters_doc(filters: Filters) -> dict[str, Any]:
+    return {k: sorted(getattr(filters, k)) for k in ("partition", "user", "account", "label", "node")}
+
+
+def report(rows: Iterable[AccountingRow], config: Config, filters: Filters, since: datetime, until: datetime,
+           details_limit: int = 0) -> dict[str, Any]:
+    from slurm_hooks.diagnose import LABELS
+
+    reader = JobReader(LABELS, config.report.rack_pattern, trust_comment=config.annotation.field == "comment")
+    tally = Tally(reader.rack, SpoolView(config.spool_dir, config.annotation.mode), config.report.repeat_root_min,
+                  details_limit)
+    tally_rows(rows, reader, filters, tally)
+    return tally.result(window(since, until), filters_doc(filters))
+
+
+def render(doc: dict[str, Any], fmt: str, group_by: str | None) -> str:
+    if fmt == "json":
+        import json
+
+        return json.dumps(doc, indent=1) + "\n"
+    if fmt == "csv":
+        from slurm_hooks.report.render_text import to_csv
+
+        return to_csv(doc, group_by or "label")
+    if fmt == "html":
+        from slurm_hooks.report.render_html import to_html
+
+        return to_html(doc)
+    from slurm_hooks.report.render_text import to_text
+    from slurm_hooks.report.views import DEFAULT_TEXT
+
+    return to_text(doc, [group_by] if group_by else DEFAULT_TEXT)
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    """`slurm-hooks report`: 0 done, 1 Slurm or the input failed, 2 bad arguments."""
+    from slurm_hooks.slurm.client import SlurmCli, SlurmError
+
+    now = datetime.now().astimezone()
+    try:
+        since, until = parse_when(args.since, now), parse_when(args.until, now)
+    except ValueError as exc:
+        print(f"slurm-hooks: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "html" and not args.output:
+        print("slurm-hooks: --format html needs -o FILE", file=sys.stderr)
+        return 2
+    filters = Filters(**{k: frozenset(v for arg in getattr(args, k) for v in arg.split(",") if v)
+                         for k in ("partition", "user", "account", "label", "node")})
+    try:
+        if args.input:
+            from slurm_hooks.slurm.accounting import parse_rows
+
+            with open(args.input, "rb") if args.input != "-" else sys.stdin.buffer as stream:
+                doc = report(parse_rows(stream), config, filters, since, until, args.details)
+        else:
+            rows = SlurmCli(config.budgets.command_s).accounting_between(since, until)
+            doc = report(rows, config, filters, since, until, args.details)
+    except (SlurmError, OSError) as exc:
+        print(f"slurm-hooks: {exc}", file=sys.stderr)
+        return 1
+    text = render(doc, args.format, args.group_by)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0

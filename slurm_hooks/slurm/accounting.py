@@ -1,0 +1,139 @@
+"""`sacct -X -P` rows for a time range, read as a stream with bounded memory per row.
+
+Field order is the defence against free text: the fixed-format fields come first, then the two
+comments (AdminComment, which only admins and tools write, then the user's Comment), then JobIDRaw
+again as an end marker. A comment may hold the delimiter (its surplus fields are joined back into
+the Comment) or newlines (lines are joined until a line ends in the row's own job id). A record
+longer than MAX_RECORD keeps its head, and its last field ends in TRUNCATED.
+
+A row whose end never comes is closed, unread, at the next line that is a whole row by itself.
+Residual risk, on purpose visible: a user who writes a multi-line Comment with lines shaped like
+whole sacct rows can make extra rows appear; their own row then comes back unreadable (an empty
+job_id) or their job id repeats, both of which the report counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from typing import IO
+
+from slurm_hooks.proc import TOOL_ENV
+from slurm_hooks.slurm.client import SEP, AccountingRow, SlurmError
+
+FIELDS = ("JobIDRaw", "State", "ExitCode", "DerivedExitCode", "Start", "End", "ElapsedRaw", "NodeList", "NNodes",
+          "AllocTRES", "Partition", "User", "Account", "AdminComment", "Comment", "JobIDRaw")
+MAX_RECORD = 160 << 10  # an AdminComment holds up to 65535 bytes; a Comment of 10 MB is cut to this
+TRUNCATED = "\0truncated"  # NUL never occurs in sacct's text, so this cannot be forged
+_BSEP = SEP.encode()
+_TAIL = 64  # enough to see the end marker of a cut record
+_GPU = "gres/gpu="
+
+
+def sacct_argv(since: datetime, until: datetime) -> list[str]:
+    """sacct takes naive local times: turn the window into this host's zone (sacct's zone too)."""
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    return ["sacct", "-a", "-n", "-X", "-P", f"--delimiter={SEP}", "-o", ",".join(FIELDS),
+            "-S", since.astimezone().strftime(fmt), "-E", until.astimezone().strftime(fmt)]
+
+
+def stream_rows(argv: list[str], timeout_s: float) -> Iterator[AccountingRow]:
+    """Run sacct and yield its rows as they arrive; killed (with its group) after timeout_s."""
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                    start_new_session=True, env=TOOL_ENV)
+        except OSError as exc:
+            raise SlurmError(f"{argv[0]}: {exc.strerror or exc}") from None
+        timer = threading.Timer(timeout_s, _kill, (proc.pid,))
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            yield from parse_rows(proc.stdout)
+            proc.wait()
+        finally:
+            timer.cancel()
+            if proc.returncode is None:  # the reader stopped early: sacct must not stay behind
+                _kill(proc.pid)
+                proc.wait()
+        if timer.finished.is_set() and proc.returncode == -signal.SIGKILL:
+            raise SlurmError(f"sacct did not finish within {timeout_s:g}s")
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read()[-500:].decode(errors="replace").strip().splitlines()
+            raise SlurmError(f"sacct: exit {proc.returncode}: {tail[-1] if tail else ''}")
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def parse_rows(stream: IO[bytes]) -> Iterator[AccountingRow]:
+    """The parsing path for real sacct output and for the benchmark alike."""
+    for record, cut in _records(stream):
+        yield _row(record.decode("utf-8", "replace"), cut)
+
+
+def _records(stream: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
+    """Logical records: physical lines joined until one ends in SEP + the record's own job id."""
+    head, tail, cut, marker = b"", b"", False, b""
+    while True:
+        piece = stream.readline(MAX_RECORD)
+        if not piece:
+            if head:
+                yield head + tail, cut  # the stream ended inside a record: it will not parse
+            return
+        if head and not cut and _whole_row(piece):
+            yield head, False  # a row whose end never came: it ends here, unread, and takes no others along
+            head = b""
+        if not head:
+            first = piece.split(_BSEP, 1)[0]
+            if not first.isdigit() or _BSEP not in piece:
+                yield piece, False  # not the start of a row: count it, don't swallow what follows
+                continue
+            marker = _BSEP + first + b"\n"
+        if cut:
+            tail = (tail + piece)[-_TAIL:]
+        elif len(head) + len(piece) > MAX_RECORD:
+            head, tail, cut = head + piece[: MAX_RECORD - len(head)], piece[-_TAIL:], True
+        else:
+            head += piece
+        if (tail if cut else head).endswith(marker):
+            yield (head + marker if cut else head), cut  # a cut record keeps its head and its end marker
+            head, tail, cut = b"", b"", False
+
+
+def _whole_row(line: bytes) -> bool:
+    first = line.split(_BSEP, 1)[0]
+    return first.isdigit() and line.endswith(_BSEP + first + b"\n") and line.count(_BSEP) >= len(FIELDS) - 1
+
+
+def _row(text: str, cut: bool) -> AccountingRow:
+    fields = text.rstrip("\n").split(SEP)
+    if len(fields) < len(FIELDS) or fields[0] != fields[-1]:
+        return _unreadable(text)
+    try:
+        elapsed, n_nodes = int(fields[6] or 0), int(fields[8] or 0)
+    except ValueError:
+        return _unreadable(text)
+    tres = fields[9]
+    at = tres.find(_GPU)
+    gpus = tres[at + len(_GPU):].split(",", 1)[0] if at >= 0 else "0"
+    comment = SEP.join(fields[14:-1])  # a delimiter inside the user's Comment made surplus fields
+    # positional: this runs once per job, a million times for a year of a large cluster
+    return AccountingRow(fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], elapsed, fields[7], n_nodes,
+                         int(gpus) if gpus.isdigit() else 0, fields[10], fields[11], fields[12],
+                         comment + TRUNCATED if cut else comment, fields[13])
+
+
+def _unreadable(text: str) -> AccountingRow:
+    return AccountingRow(job_id="", state="", exit_code="", derived_exit_code="", start="", end="", elapsed_s=0,
+                         node_list="", n_nodes=0, n_gpus=0, partition="", user="", account="", comment=text[:200],
+                         admin_comment="")
