@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).parent.parent / "slurm_hooks"
 
 LAYERS = (  # top first
     {"__main__", "cli"},
-    {"hooks", "install"},
+    {"hooks", "install", "report"},
     {"collect", "deliver", "render"},
     {"diagnose"},
     {"timeline"},

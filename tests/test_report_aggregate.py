@@ -93,7 +93,11 @@ def test_hours_lost_configs_scale_roots(config: Config) -> None:
 
 def test_filters(config: Config) -> None:
     doc = report(rows(), config, Filters(label=frozenset({"cdmm_checkpoint_segfault"})), SINCE, UNTIL)
-    assert doc["totals"]["jobs"] == 3
+    assert doc["totals"]["jobs"] == 16  # --label focuses the rates, it keeps their denominators
+    assert [r["label"] for r in doc["labels"]] == ["cdmm_checkpoint_segfault", "success"]
+    assert [(c["label"], c["jobs"], c["config_jobs"]) for c in doc["configs"]] == [("cdmm_checkpoint_segfault", 3, 7)]
+    assert {r["bucket"]: r["failed"] for r in doc["scale"]["racks"]} == {"0": 0, "1": 3, "3-4": 0}
+    assert doc["root_nodes"][0]["labels"] == {"cdmm_checkpoint_segfault": 3}
     doc = report(rows(), config, Filters(node=frozenset({"gb-r09-c01"})), SINCE, UNTIL)
     assert doc["totals"]["jobs"] == 1
     doc = report(rows(), config, Filters(user=frozenset({"bob"})), SINCE, UNTIL)

@@ -47,7 +47,9 @@ _NODE_NAMES, _RACK_NAMES = _lookup(NODE_BUCKETS), _lookup(RACK_BUCKETS)
 
 class Tally:
     def __init__(self, rack_of: Callable[[str], str], spool: SpoolView, repeat_root_min: int,
-                 details_limit: int = 0) -> None:
+                 details_limit: int = 0, focus: frozenset[str] = frozenset()) -> None:
+        # --label: rates of these labels among all jobs (filtering the jobs would make every rate 100%)
+        self.focus = focus
         self.rack_of, self.spool, self.repeat_min, self.details_limit = rack_of, spool, repeat_root_min, details_limit
         self.not_ended = 0
         self.inputs: Counter[str] = Counter()
@@ -121,16 +123,21 @@ class Tally:
             "records": {b: self.records[b] for b in BUCKETS},
             "labels": [{"label": lab, "jobs": n, "node_hours": round(self.lost[lab][0], 2) if lab in self.lost else 0.0,
                         "gpu_hours": round(self.lost[lab][1], 2) if lab in self.lost else 0.0}
-                       for lab, n in sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))],
+                       for lab, n in sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))
+                       if lab == "success" or self.shown(lab)],
             "configs": self._configs(),
             "scale": {"nodes": self._scale(3, _NODE_NAMES, NODE_BUCKETS),
                       "racks": self._scale(4, _RACK_NAMES, RACK_BUCKETS)},
             "root_nodes": self._roots(),
             "root_racks": self._root_racks(),
-            "per_day": [{"day": d, "label": lab, "failures": n} for (d, lab), n in sorted(self.per_day.items())],
+            "per_day": [{"day": d, "label": lab, "failures": n} for (d, lab), n in sorted(self.per_day.items())
+                        if self.shown(lab)],
             "groups": self._groups(),
             "details": self.details,
         }
+
+    def shown(self, label: str) -> bool:
+        return not self.focus or label in self.focus
 
     def _configs(self) -> list[dict[str, Any]]:
         configs: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
@@ -141,6 +148,8 @@ class Tally:
         for (driver, cdmm, ncore, gpu), labels in sorted(configs.items()):
             total = sum(labels.values())
             for label, n in sorted(labels.items(), key=lambda kv: -kv[1]):
+                if not self.shown(label):
+                    continue
                 out.append({"driver": driver, "cdmm": cdmm, "ncore": ncore, "gpu": gpu, "label": label, "jobs": n,
                             "config_jobs": total, **rate(n, total)})
         return out
@@ -155,7 +164,8 @@ class Tally:
                 continue
             labels = rows[name]
             jobs = sum(labels.values())
-            failed = jobs - labels.get("success", 0)
+            labels = Counter({k: v for k, v in labels.items() if k == "success" or self.shown(k)})
+            failed = sum(labels.values()) - labels.get("success", 0)
             out.append({"bucket": name, "jobs": jobs, "failed": failed, **rate(failed, jobs),
                         "labels": dict(labels.most_common())})
         return out
@@ -173,7 +183,8 @@ class Tally:
         return out
 
     def _roots(self) -> list[dict[str, Any]]:
-        rows = [(sum(c.values()), node, c) for node, c in self.roots.items()]
+        shown = ((node, Counter({k: v for k, v in c.items() if self.shown(k)})) for node, c in self.roots.items())
+        rows = [(sum(c.values()), node, c) for node, c in shown]
         return [{"node": node, "rack": self.rack_of(node), "failures": n, "labels": dict(c.most_common()),
                  "days": sorted(self.root_days[node])}
                 for n, node, c in sorted(rows, key=lambda r: (-r[0], r[1])) if n >= self.repeat_min]
@@ -182,6 +193,7 @@ class Tally:
         racks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for node, labels in self.roots.items():
             cell = racks[self.rack_of(node)]
-            cell[0] += sum(labels.values())
-            cell[1] += 1
+            failures = sum(n for label, n in labels.items() if self.shown(label))
+            cell[0] += failures
+            cell[1] += failures > 0
         return [{"rack": r, "failures": f, "nodes": n} for r, (f, n) in sorted(racks.items(), key=lambda kv: -kv[1][0])]

@@ -58,7 +58,7 @@ def report(rows: Iterable[AccountingRow], config: Config, filters: Filters, sinc
 
     reader = JobReader(LABELS, config.report.rack_pattern, trust_comment=config.annotation.field == "comment")
     tally = Tally(reader.rack, SpoolView(config.spool_dir, config.annotation.mode), config.report.repeat_root_min,
-                  details_limit)
+                  details_limit, filters.label)
     tally_rows(rows, reader, filters, tally)
     return tally.result(window(since, until), filters_doc(filters))
 
