@@ -19,7 +19,6 @@ from slurm_hooks.slurm.client import AccountingRow
 NOT_ENDED = {"RUNNING", "PENDING", "REQUEUED", "SUSPENDED", "COMPLETING", "RESIZING", "REQUEUE_HOLD",
              "REQUEUE_FED", "SIGNALING", "STAGE_OUT", "STOPPED", "CONFIGURING"}
 _CACHE_MAX = 4096
-_NONE: dict[str, str] = {}
 
 
 class Job(NamedTuple):  # a tuple: built a million times, it must be cheap
@@ -69,18 +68,16 @@ class JobReader:
         return found.group("rack") if found else "?"
 
     def job(self, row: AccountingRow) -> Job:
-        bucket, fields = self.records.read(row.admin_comment, row.comment)
-        state = row.state.split(" ", 1)[0]
+        record = self.records.read(row.admin_comment, row.comment)
+        state = row.state.partition(" ")[0]
         ended = state not in NOT_ENDED and state != ""
-        f = fields or _NONE
-        label = f.get("label", "")
+        label = record.label
         nodes, racks = self._spread(row.node_list)
         end = row.end
-        return Job(row.job_id, state, ended, ended and (label != "success" if label else state != "COMPLETED"), bucket,
-                   label, (f.get("driver", ""), f.get("cdmm", ""), f.get("ncore", ""), f.get("gpu", "")),
-                   f.get("node", ""), row.n_nodes or len(nodes), racks, row.n_gpus, row.elapsed_s,
-                   end[:10] if end[:1].isdigit() else "", row.partition, row.user, row.account, row.comment,
-                   row.comment.endswith(TRUNCATED), nodes)
+        return Job(row.job_id, state, ended, ended and (label != "success" if label else state != "COMPLETED"),
+                   record.bucket, label, record.config, record.node, row.n_nodes or len(nodes), racks, row.n_gpus,
+                   row.elapsed_s, end[:10] if end[:1].isdigit() else "", row.partition, row.user, row.account,
+                   row.comment, row.comment.endswith(TRUNCATED), nodes)
 
     def _spread(self, node_list: str) -> tuple[tuple[str, ...], int]:
         hit = self._nodes.get(node_list)

@@ -9,6 +9,7 @@ the user's Comment when the site annotates AdminComment (users can write their C
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from slurm_hooks.slurm.accounting import TRUNCATED
 from slurm_hooks.slurm.annotation import MARK, decode
@@ -18,6 +19,19 @@ BUCKETS = (OURS, "none", "unknown_label", "truncated", "newer_schema", "case_cha
            "untrusted_comment")
 _SCHEMA = re.compile(r"slurm-hooks/v(\d+)", re.IGNORECASE)
 _CACHE_MAX = 16384
+_UNTRUSTED_MARK = {"unknown_label", "truncated", "newer_schema", "case_changed"}
+
+
+class Record(NamedTuple):
+    """What a job's fields say, decided once per distinct text (a million jobs repeat a few thousand)."""
+
+    bucket: str
+    label: str = ""  # only for OURS
+    config: tuple[str, str, str, str] = ("", "", "", "")  # driver, cdmm, ncore, gpu model
+    node: str = ""  # root node
+
+
+NONE = Record("none")
 
 
 class RecordReader:
@@ -27,19 +41,18 @@ class RecordReader:
         self.labels = frozenset(labels)
         self.prefixes = frozenset(lab[:i] for lab in labels for i in range(1, len(lab)))
         self.trust_comment = trust_comment
-        self._cache: dict[str, tuple[str, dict[str, str] | None]] = {}
+        self._cache: dict[str, Record] = {}
 
-    def read(self, admin_comment: str, comment: str) -> tuple[str, dict[str, str] | None]:
-        """(bucket, fields); fields only for OURS."""
-        bucket, fields = self._one(admin_comment) if admin_comment else ("none", None)
-        if bucket in (OURS, "unknown_label", "truncated", "newer_schema", "case_changed") or MARK not in comment:
-            return bucket, fields
-        in_comment = self._one(comment)
+    def read(self, admin_comment: str, comment: str) -> Record:
+        record = self._one(admin_comment) if admin_comment else NONE
+        if record.bucket == OURS or record.bucket in _UNTRUSTED_MARK or MARK not in comment:
+            return record
         if not self.trust_comment:
-            return (bucket if bucket != "none" else "untrusted_comment"), None
-        return in_comment if in_comment[0] != "free_text" else (bucket, fields)
+            return record if record.bucket != "none" else Record("untrusted_comment")
+        in_comment = self._one(comment)
+        return in_comment if in_comment.bucket != "free_text" else record
 
-    def _one(self, text: str) -> tuple[str, dict[str, str] | None]:
+    def _one(self, text: str) -> Record:
         hit = self._cache.get(text)
         if hit is None:
             if len(self._cache) >= _CACHE_MAX:
@@ -47,30 +60,27 @@ class RecordReader:
             hit = self._cache[text] = self._classify(text)
         return hit
 
-    def _classify(self, text: str) -> tuple[str, dict[str, str] | None]:
+    def _classify(self, text: str) -> Record:
         at = text.rfind(MARK)
         if at < 0:
             other = _SCHEMA.search(text)
             if other and other.group(0).lower() != MARK:
-                return "newer_schema", None
+                return Record("newer_schema")
             if other:
-                return "case_changed", None
+                return Record("case_changed")
             stripped = text.rstrip()
             if any(stripped.endswith(MARK[:i]) for i in range(6, len(MARK))):
-                return "truncated", None  # the field was cut inside our mark
-            return _foreign(text)
+                return Record("truncated")  # the field was cut inside our mark
+            return Record("jobstats" if text[:4].upper() == "JS1:" else "free_text")
         record = text[at + len(MARK):]
         if record != record.lower():
-            return "case_changed", None
+            return Record("case_changed")
         fields = decode(text) or {}
         label = fields.get("label", "")
         cut = record.endswith(TRUNCATED) or any("=" not in tok for tok in record.split())
         if label in self.labels and not cut:
-            return OURS, fields
+            config = (fields.get("driver", ""), fields.get("cdmm", ""), fields.get("ncore", ""), fields.get("gpu", ""))
+            return Record(OURS, label, config, fields.get("node", ""))
         if not label or cut or label in self.prefixes:
-            return "truncated", None
-        return "unknown_label", None
-
-
-def _foreign(text: str) -> tuple[str, None]:
-    return ("jobstats" if text[:4].upper() == "JS1:" else "free_text"), None
+            return Record("truncated")
+        return Record("unknown_label")

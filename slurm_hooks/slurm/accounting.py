@@ -94,11 +94,15 @@ def _records(stream: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
             yield head, False  # a row whose end never came: it ends here, unread, and takes no others along
             head = b""
         if not head:
-            first = piece.split(_BSEP, 1)[0]
-            if not first.isdigit() or _BSEP not in piece:
+            at = piece.find(_BSEP)
+            first = piece[:at] if at > 0 else b""
+            if not first.isdigit():
                 yield piece, False  # not the start of a row: count it, don't swallow what follows
                 continue
             marker = _BSEP + first + b"\n"
+            if piece.endswith(marker):
+                yield piece, False  # the common case: one line, one row
+                continue
         if cut:
             tail = (tail + piece)[-_TAIL:]
         elif len(head) + len(piece) > MAX_RECORD:
@@ -116,7 +120,8 @@ def _whole_row(line: bytes) -> bool:
 
 
 def _row(text: str, cut: bool) -> AccountingRow:
-    fields = text.rstrip("\n").split(SEP)
+    fields = text.split(SEP)
+    fields[-1] = fields[-1].rstrip("\n")
     if len(fields) < len(FIELDS) or fields[0] != fields[-1]:
         return _unreadable(text)
     try:
