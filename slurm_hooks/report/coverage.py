@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.hooks.epilog import OPT_OUT
+from slurm_hooks.job import OPT_OUT
 
 REASONS = ("opted_out", "foreign_admin_comment", "unreadable_record", "outbox_not_flushed", "shadow_mode",
            "diagnosed_not_annotated", "not_processed")
@@ -25,7 +25,7 @@ class SpoolView:
         self.mode = mode
 
     def reason(self, job_id: str, bucket: str, comment: str) -> str:
-        if OPT_OUT in comment.lower():
+        if OPT_OUT in comment:  # as the Epilog decides it
             return "opted_out"
         if bucket in ("jobstats", "free_text"):
             return "foreign_admin_comment"
