@@ -152,3 +152,29 @@ def test_tar_member_names_map_only_into_the_bundle_layout(name: str) -> None:
         parts = rel.split("/")
         assert rel == "job.json" or (len(parts) == 2 and parts[0] in ("logs", "nodes", "kernel"))
         assert ".." not in parts and "\0" not in rel and not parts[-1].startswith(".")
+
+
+def test_a_sigkilled_run_leaves_nothing_once_the_next_run_starts(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    tgz = _tarball(tmp_path / "b.tar.gz", BASE)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    hold = ("import sys, time; from pathlib import Path; from slurm_hooks.bundle import open_bundle\n"
+            "with open_bundle(Path(sys.argv[1])) as b: print(b.root, flush=True); time.sleep(60)")
+    victim = subprocess.Popen([sys.executable, "-c", hold, str(tgz)], env=env, stdout=subprocess.PIPE, text=True)
+    assert victim.stdout is not None
+    where = Path(victim.stdout.readline().strip())
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=30)
+    assert where.is_dir() and where.parent == tmp  # SIGKILL: no chance to clean up
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{victim.pid}").exists():
+        time.sleep(0.05)  # the pid must be gone (reaped) before the sweep may take its directory
+    subprocess.run([sys.executable, "-m", "slurm_hooks", "diagnose", "--json", str(tgz)], env=env, check=True,
+                   capture_output=True, timeout=120)
+    assert list(tmp.iterdir()) == []
