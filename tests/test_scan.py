@@ -133,3 +133,11 @@ def test_twenty_thousand_keywords_reach_rg_without_an_argv_limit(tmp_path: Path)
     path.write_bytes(b"nothing\nkeyword-19999 here\n")
     keywords = [f"keyword-{i:05}" for i in range(20_000)]
     assert [h.line_no for h in scan(RipgrepScanner(RG), path, keywords)] == [2]
+
+
+def test_an_rg_that_cannot_start_is_said_and_replaced(tmp_path: Path) -> None:
+    log = tmp_path / "job.out"
+    log.write_text("0: !!!!!!! Segfault encountered !!!!!!!\n")
+    notes: list[str] = []
+    hits = scan(ResilientScanner(str(tmp_path / "no-such-rg")), log, notes=notes)
+    assert [h.line_no for h in hits] == [1] and notes[0].startswith("ripgrep failed ([Errno 2]")

@@ -170,7 +170,7 @@ class ResilientScanner:
                 yield hit
                 after_line, from_offset = hit.line_no, hit.offset  # where to resume if rg fails
             return
-        except ScanFailed as exc:
+        except (ScanFailed, OSError) as exc:  # OSError: rg could not even start (ENOSPC for its keyword file, EMFILE)
             notes.append(f"ripgrep failed ({exc}); the Python scanner read on from line {after_line + 1}")
         yield from self.python.scan(fh, keywords, notes, after_line, from_offset)
 
