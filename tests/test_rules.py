@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurm_hooks.rules import RulePackError, load_rule_pack
 from slurm_hooks.timeline.prefixes import strip_prefixes
@@ -261,3 +263,28 @@ def test_a_left_out_rule_file_shows_in_the_diagnosis(tmp_path: Path) -> None:
     got = diagnose(load_bundle(Path(__file__).parent.parent / "slurm_hooks/examples/cdmm-checkpoint-segfault"), pack)
     assert got.label == "cdmm_checkpoint_segfault"
     assert any("bad.yaml: rule file is not UTF-8" in s for s in got.skipped)
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=12),
+                     st.sampled_from(["{0}", "{node.__class__}", "a(?!b)", "(", "^(.*)*$", "primary", "log", "xid"]))
+_KEYS = st.sampled_from(["rules", "advice", "xid", "ordering", "name", "family", "role", "source", "keywords",
+                         "pattern", "unless", "fields", "priority", "enabled", "fatal", "fatal_at_or_above",
+                         "simultaneous_s", "frame_lines", "gpu_xid", "version"])
+_DOCS = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                       st.dictionaries(_KEYS, inner, max_size=5)), max_leaves=25)
+
+
+# Each example loads the whole shipped pack (~40 ms): a tenth of the profile's budget, at least 30.
+@settings(max_examples=max(30, settings.default.max_examples // 10))
+@given(_DOCS)
+def test_any_rule_file_loads_or_is_refused_by_name(tmp_path_factory, doc) -> None:
+    import yaml
+
+    path = tmp_path_factory.mktemp("r") / "site.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    try:
+        load_rule_pack([path], strict=True)
+    except RulePackError as exc:
+        assert str(path) in str(exc)
+    pack = load_rule_pack([path])  # the hooks' way never raises
+    assert pack.rules
