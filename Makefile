@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
-.PHONY: venv demo test test-unit coverage-epilog lint typecheck bench browser cluster-up cluster-down clean
+.PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -50,6 +50,11 @@ browser:  ## Debian's chromium, which the HTML report test drives through playwr
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] || { echo "make browser: run as root" >&2; exit 1; }; \
 	  export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null && \
 	  apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null; }
+
+PREFIX    ?= /opt/slurm-hooks
+HOOKS_DIR ?= $(PREFIX)/hooks
+install:  ## self-contained install: PREFIX/venv, HOOKS_DIR scripts + slurm.conf.snippet (docs/operators/install.md)
+	deploy/install.sh "$(PREFIX)" "$(HOOKS_DIR)"
 
 cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks
 	deploy/dev-cluster/cluster-up.sh

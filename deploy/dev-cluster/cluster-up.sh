@@ -33,16 +33,10 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# 2. slurm-hooks itself, the way a site installs it: a venv from Debian's python3, absolute paths
-if [ ! -x "$PREFIX/venv/bin/python" ]; then
-  /usr/bin/python3 -m venv "$PREFIX/venv"
-  "$PREFIX/venv/bin/pip" install -q --upgrade pip
-fi
-say "installing slurm-hooks from $REPO into $PREFIX/venv"
-tmp=$(mktemp -d); cp -r "$REPO/pyproject.toml" "$REPO/README.md" "$REPO/slurm_hooks" "$tmp/"
-"$PREFIX/venv/bin/pip" install -q "$tmp"   # dependencies
-"$PREFIX/venv/bin/pip" install -q --force-reinstall --no-deps "$tmp"   # this checkout, even at the same version
-rm -rf "$tmp"
+# 2. slurm-hooks itself through `make install` (deploy/install.sh), exactly as a site installs it:
+# a venv from Debian's python3, hook scripts with absolute paths and their slurm.conf snippet
+say "installing slurm-hooks from $REPO into $PREFIX (make install)"
+"$REPO/deploy/install.sh" "$PREFIX" /etc/slurm/hooks >/dev/null
 install -d -m 0755 "$DEVROOT" /etc/slurm-hooks /var/spool/slurm-hooks
 rm -rf "$DEVROOT/hosts"; cp -r "$REPO/tests/fixtures/hosts" "$DEVROOT/hosts"; chmod -R a+rX "$DEVROOT"
 cat > /etc/slurm-hooks/config.yaml <<CFG
@@ -62,7 +56,6 @@ else
 fi
 ESC=""; [ -x /etc/slurm/hooks/slurm-hooks-epilog_slurmctld ] && ESC="EpilogSlurmctld=/etc/slurm/hooks/slurm-hooks-epilog_slurmctld"
 install -d -m 0755 /etc/slurm /etc/slurm/hooks
-"$PREFIX/venv/bin/slurm-hooks" install-hooks --dest /etc/slurm/hooks --python "$PREFIX/venv/bin/python" >/dev/null
 [ -x /etc/slurm/hooks/slurm-hooks-epilog_slurmctld ] && ESC="EpilogSlurmctld=/etc/slurm/hooks/slurm-hooks-epilog_slurmctld"
 sed -e "s/@HOST@/$H/g" -e "s/@CPUS@/$CPUS/g" -e "s/@MEM@/$MEM/" -e "s|@PROCTRACK@|$PROCTRACK|" \
     -e "s|@EPILOG_SLURMCTLD@|$ESC|" "$HERE/slurm.conf.in" > /etc/slurm/slurm.conf
