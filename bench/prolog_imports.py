@@ -61,6 +61,20 @@ def import_ms(py: str, env: dict[str, str]) -> tuple[float, dict[str, float]]:
     return total, own
 
 
+def metrics_update_ms() -> float:
+    """What recording one run costs the Prolog: lock, read, write state, render, write the .prom file."""
+    from slurm_hooks.metrics import Metrics
+
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None) as tmp:
+        metrics = Metrics(tmp, f"{tmp}/slurm_hooks.prom")
+        times = []
+        for _ in range(RUNS * 2):
+            t0 = time.perf_counter()
+            metrics.hook_run("prolog", 0.05, failed=False)
+            times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
 def main() -> int:
     py = sys.executable
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -88,6 +102,7 @@ def main() -> int:
             for mod, ms in mods.items():
                 own.setdefault(mod, []).append(ms)
     med = {k: statistics.median(v) for k, v in wall.items()}
+    metrics_update = metrics_update_ms()
     base = med["python_S_pass"]
     heaviest = sorted(((statistics.median(v), k) for k, v in own.items()), reverse=True)[:8]
     import_ratio = statistics.median(imports) / base
@@ -100,6 +115,8 @@ def main() -> int:
         "prolog_import_vs_python_S_pass": round(import_ratio, 2),
         "prolog_no_gpu_vs_python_S_pass": round(med["prolog_no_gpu"] / base, 2),
         "heaviest_imports_ms": {k: round(v, 2) for v, k in heaviest},
+        "metrics_import_ms": round(statistics.median(own.get("slurm_hooks.metrics", [0.0])), 2),
+        "metrics_update_ms": round(metrics_update, 2),
         "h200_prolog_before_ms": H200["prolog_before_ms"],
         "h200_projected_prolog_ms": round(projected, 1),
         "h200_projected_from_wall_ms": round(from_wall, 1),

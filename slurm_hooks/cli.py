@@ -97,11 +97,16 @@ def _flush(_args: argparse.Namespace) -> int:
     from slurm_hooks.deliver.outbox import Outbox
     from slurm_hooks.hooklog import HookLog
     from slurm_hooks.hooks.deps import slurm_client
+    from slurm_hooks.metrics import hook_recorder
 
     config = _config()
     log = HookLog(config.log_file, "flush")
-    tally = deliver_backlog(Outbox(Path(config.spool_dir)), slurm_client(config), log, SystemClock(),
+    clock = SystemClock()
+    started = clock.monotonic()
+    tally = deliver_backlog(Outbox(Path(config.spool_dir)), slurm_client(config), log, clock,
                             budget_s=300.0, retention_days=config.retention_days)
+    record = hook_recorder(config.state_dir, config.metrics_file, "flush", str(Path(config.spool_dir) / "outbox"))
+    record(clock.monotonic() - started, tally.pending > 0)
     print(f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
           f"dropped {tally.dropped}, quarantined {tally.quarantined}")
     return 0 if tally.pending == 0 else 1

@@ -16,11 +16,11 @@ PACKAGE = Path(__file__).parent.parent / "slurm_hooks"
 
 LAYERS = (  # top first
     {"__main__", "cli"},
-    {"hooks", "install", "report"},
+    {"hooks", "install", "report", "doctor"},
     {"collect", "deliver", "render"},
     {"diagnose"},
     {"timeline"},
-    {"bundle", "tarbundle", "rules", "facts", "slurm", "spool", "job", "hooklog", "jobenv"},
+    {"bundle", "tarbundle", "rules", "facts", "slurm", "spool", "job", "hooklog", "jobenv", "metrics"},
     {"config"},
     {"__init__", "times", "safeio", "proc", "layout", "nofollow", "clock"},
 )

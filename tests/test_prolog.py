@@ -74,8 +74,9 @@ def test_unwritable_state_dir_exits_0_and_logs(tmp_path: Path, monkeypatch) -> N
     path.write_text(f"state_dir: /proc/slurm-hooks-cannot-exist\nlog_file: {tmp_path / 'hooks.log'}\n")
     monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(path))
     assert prolog.main({"SLURM_JOB_ID": "79"}, gpu=RecordedGpu(GB200)) == 0
-    last = log_lines(tmp_path)[-1]
-    assert last["event"] == "hook_failed" and "slurm-hooks-cannot-exist" in last["error"]
+    failed, metrics = log_lines(tmp_path)[-2:]
+    assert failed["event"] == "hook_failed" and "slurm-hooks-cannot-exist" in failed["error"]
+    assert metrics["event"] == "metrics_not_written"  # its counters live in the same state dir
 
 
 def test_invalid_config_falls_back_to_defaults_and_says_so(tmp_path: Path, monkeypatch) -> None:

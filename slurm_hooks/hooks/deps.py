@@ -18,6 +18,7 @@ from slurm_hooks.deliver.outbox import Outbox
 from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
 from slurm_hooks.facts.host import node_name
 from slurm_hooks.hooklog import Log
+from slurm_hooks.metrics import Metrics
 from slurm_hooks.slurm.client import Slurm, SlurmCli
 from slurm_hooks.spool import Spool
 
@@ -44,6 +45,7 @@ class EpilogDeps:
     log: Log
     node: str  # the node this hook runs on
     diagnose: Diagnose = diagnose_bundle
+    metrics: Metrics | None = None  # counts diagnoses by label (docs/operators/metrics.md)
 
 
 def slurm_client(config: Config) -> Slurm:
@@ -55,5 +57,5 @@ def real_deps(config: Config, log: Log) -> EpilogDeps:
     return EpilogDeps(
         slurm=slurm_client(config), spool=Spool(config.spool_dir), outbox=Outbox(Path(config.spool_dir)),
         gpu=NvmlQuery(config.budgets.nvml_call_s), kernel=HostKernelLog(config.budgets.command_s),
-        clock=SystemClock(), log=log, node=node_name(),
+        clock=SystemClock(), log=log, node=node_name(), metrics=Metrics(config.state_dir, config.metrics_file),
     )

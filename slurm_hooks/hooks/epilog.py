@@ -15,6 +15,7 @@ from slurm_hooks.config import Config
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
 from slurm_hooks.hooks.state import read_job_facts, remove_job_state
 from slurm_hooks.job import JobContext
+from slurm_hooks.metrics import hook_recorder
 
 if TYPE_CHECKING:  # the heavy parts are imported inside main's body, once the guard is up
     from slurm_hooks.hooks.deps import EpilogDeps
@@ -37,7 +38,9 @@ def main(env: Mapping[str, str] | None = None) -> int:
             remove_job_state(config.state_dir, ctx.job_id)
             log.info("state_removed")
 
-    return run_guarded(log, config.budgets.epilog_s, body)
+    outbox = os.path.join(config.spool_dir, "outbox")
+    return run_guarded(log, config.budgets.epilog_s, body,
+                       hook_recorder(config.state_dir, config.metrics_file, "epilog", outbox))
 
 
 def run_epilog(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from slurm_hooks.config import Config
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
 from slurm_hooks.job import JobContext
+from slurm_hooks.metrics import hook_recorder
 
 if TYPE_CHECKING:
     from slurm_hooks.hooks.deps import EpilogDeps
@@ -28,7 +29,9 @@ def main(env: Mapping[str, str] | None = None) -> int:
         if ctx is not None and config.annotator == "epilog_slurmctld":
             run_epilog_slurmctld(ctx, config, real_deps(config, log))
 
-    return run_guarded(log, config.budgets.epilog_s, body)
+    outbox = os.path.join(config.spool_dir, "outbox")
+    return run_guarded(log, config.budgets.epilog_s, body,
+                       hook_recorder(config.state_dir, config.metrics_file, "epilog_slurmctld", outbox))
 
 
 def run_epilog_slurmctld(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable
 from types import FrameType
 
@@ -24,23 +25,36 @@ def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, Log]
     return config, log
 
 
-def run_guarded(log: Log, budget_s: float, body: Callable[[], None]) -> int:
-    """Run `body`; whatever happens, return 0 within `budget_s` seconds."""
+def run_guarded(log: Log, budget_s: float, body: Callable[[], None],
+                on_exit: Callable[[float, bool], bool] | None = None) -> int:
+    """Run `body`; whatever happens, return 0 within `budget_s` seconds.
+
+    `on_exit(seconds, failed)` records the run (metrics.hook_recorder); it must not raise.
+    """
+    started = time.monotonic()
+
+    def finish(failed: bool) -> None:
+        if on_exit is not None and not on_exit(time.monotonic() - started, failed):
+            log.warning("metrics_not_written")
 
     def out_of_time(_sig: int, _frame: FrameType | None) -> None:
         log.error("budget_exceeded", budget_s=budget_s)
         kill_all()
+        finish(failed=True)
         os._exit(0)  # a hung C call (NVML, a dead NFS) cannot be unwound; leave now, node stays up
 
     signal.signal(signal.SIGALRM, out_of_time)
     signal.setitimer(signal.ITIMER_REAL, max(budget_s, 0.1))
+    failed = False
     try:
         body()
     except Exception as exc:
         import traceback
 
+        failed = True
         log.error("hook_failed", error=f"{type(exc).__name__}: {exc}",
                   where=traceback.extract_tb(exc.__traceback__)[-1].name if exc.__traceback__ else None)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+    finish(failed)
     return 0

@@ -68,6 +68,8 @@ def annotate_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView
     label = diagnosis.get("label")
     log.info("diagnosed", label=label, root_node=diagnosis.get("root_node"), root_rank=diagnosis.get("root_rank"),
              summary=diagnosis.get("summary"), missing_nodes=missing)
+    if deps.metrics is not None and not deps.metrics.diagnosis(str(label)):
+        log.warning("metrics_not_written")
     try:
         deps.spool.save_diagnosis(ctx.job_id, diagnosis)
     except OSError as exc:

@@ -8,6 +8,7 @@ from slurm_hooks.facts import collect_facts
 from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
 from slurm_hooks.hooks.state import job_id_from_env, write_job_state
+from slurm_hooks.metrics import hook_recorder
 
 
 def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
@@ -25,4 +26,5 @@ def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
         log.info("facts_recorded", node=facts["node"], driver=facts["driver_version"], cdmm=facts["cdmm"],
                  ncore=facts["ncore_version"], errors=facts["errors"], state=str(where))
 
-    return run_guarded(log, config.budgets.prolog_s, body)
+    return run_guarded(log, config.budgets.prolog_s, body,
+                       hook_recorder(config.state_dir, config.metrics_file, "prolog"))
