@@ -161,6 +161,15 @@ def _report(args: argparse.Namespace) -> int:
     return main(args, _config(args.config))
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from slurm_hooks.doctor import doctor, real_deps
+
+    path = Path(args.config) if args.config else None
+    text, status = doctor(path, Path(args.hooks_dir), real_deps())
+    sys.stdout.write(text)
+    return status
+
+
 def _install_hooks(args: argparse.Namespace) -> int:
     from slurm_hooks.install import install_hooks
 
@@ -230,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", metavar="FILE", help="rows saved from sacct (see README) instead of asking Slurm")
     p.add_argument("--config", help="configuration file (default: $SLURM_HOOKS_CONFIG or /etc/...)")
     p.set_defaults(func=_report)
+
+    p = sub.add_parser("doctor", help="check this node's setup and say what to fix (exit 1: misconfigured)")
+    p.add_argument("--config", help="config file to check (default: $SLURM_HOOKS_CONFIG or /etc/slurm-hooks/...)")
+    p.add_argument("--hooks-dir", default="/etc/slurm/hooks", help="where install-hooks wrote the hook scripts")
+    p.set_defaults(func=_doctor)
 
     p = sub.add_parser("install-hooks", help="write the hook scripts slurm.conf points at")
     p.add_argument("--dest", default="/etc/slurm/hooks")

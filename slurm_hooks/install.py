@@ -67,7 +67,7 @@ AccountingStoreFlags=job_comment
 """
 
 
-def _import_paths() -> list[str]:
+def import_paths() -> list[str]:
     """Where slurm_hooks and its dependencies live, for an interpreter started without site."""
     import sys
 
@@ -83,10 +83,12 @@ def _limit(budget_s: float) -> int:
     return int(budget_s) + 5
 
 
-def hook_files(dest: Path, python: str, config: Config, config_path: str | None) -> dict[Path, str]:
-    """Every file install-hooks writes under `dest`, with its text; the Prolog comes first."""
+def hook_files(dest: Path, python: str, config: Config, config_path: str | None,
+               paths: list[str] | None = None) -> dict[Path, str]:
+    """Every file install-hooks writes under `dest`, with its text; the Prolog comes first.
+    `paths`: the `python`'s import_paths(), when that is not the interpreter running this."""
     env = f"export SLURM_HOOKS_CONFIG={shlex.quote(config_path)}\n" if config_path else ""
-    paths = _import_paths()
+    paths = import_paths() if paths is None else paths
 
     def py_hook(hook: str, budget_s: float) -> str:
         code = shlex.quote(_ENTRY.format(paths=paths, hook=hook))

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HOOKS = ("prolog", "epilog", "epilog_slurmctld", "flush", "doctor")
+HOOKS = ("prolog", "epilog", "epilog_slurmctld", "flush")
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 MAX_LABELS = 64  # distinct diagnosis labels kept; beyond that they count as "other"
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,47}")

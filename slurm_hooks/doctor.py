@@ -1,0 +1,254 @@
+"""`slurm-hooks doctor`: is this node set up right? Each check says what it found and what to fix.
+
+`fail` is a real misconfiguration (a config that does not load, a state dir the hooks cannot
+write, hook scripts that are not this install's); the command then exits 1. `warn` is something
+missing that a node may lack on purpose (no GPU, no node_exporter, slurmctld down right now).
+docs/operators/troubleshooting.md explains each check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurm_hooks.config import Config, ConfigError, config_path, load_config
+from slurm_hooks.facts.gpu import GpuQuery, GpuQueryError
+from slurm_hooks.install import hook_files
+from slurm_hooks.metrics import outbox_gauges
+from slurm_hooks.proc import TOOL_ENV, run_bounded
+
+Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[bytes]"]
+OUTBOX_STALE_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    status: str  # ok | warn | fail
+    detail: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class DoctorDeps:
+    gpu: GpuQuery
+    run: Runner  # a bounded command, no shell (proc.run_bounded with the hooks' environment)
+    slurm_backend: Callable[[Config], str]  # which Slurm client the hooks would use
+
+
+def check_config(path: Path | None) -> tuple[Config, Finding]:
+    where = path or config_path()
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        return Config(), Finding("config", "fail", str(exc), f"correct {where} (the checks below use the defaults)")
+    if config.source == "(defaults)":
+        return config, Finding("config", "ok", f"no {where}: every key at its default")
+    return config, Finding("config", "ok", f"{config.source} is valid")
+
+
+def _writable(directory: Path) -> str:
+    """'' when a file can be created in `directory`, else why not (tried, not guessed from modes)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".doctor-", dir=directory)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    os.unlink(name)
+    return ""
+
+
+def check_dir(name: str, directory: str) -> Finding:
+    """Present, writable, root's, and written by root alone (the hooks keep each job's files private)."""
+    path = Path(directory)
+    make = f"install -d -o root -m 0755 {shlex.quote(directory)}"
+    if not path.exists():
+        parent = next((p for p in path.parents if p.exists()), Path("/"))
+        why = _writable(parent) if parent.is_dir() else f"{parent} is not a directory"
+        if why:
+            return Finding(name, "fail", f"{directory} is missing and cannot be created ({parent}: {why})",
+                           f"point {name} at a writable local directory, or {make}")
+        return Finding(name, "warn", f"{directory} is missing (the first hook run creates it)", make)
+    if not path.is_dir():
+        return Finding(name, "fail", f"{directory} is not a directory", f"point {name} elsewhere, or {make}")
+    if why := _writable(path):
+        return Finding(name, "fail", f"{directory} is not writable: {why}",
+                       f"make it a writable local directory (not read-only, not /tmp on SUNK): {make}")
+    st = path.stat()
+    if st.st_uid not in (0, os.geteuid()):
+        return Finding(name, "fail", f"{directory} belongs to uid {st.st_uid}, not root",
+                       f"chown root {shlex.quote(directory)}")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return Finding(name, "fail", f"{directory} has mode {stat.S_IMODE(st.st_mode):04o}: users could plant "
+                       "files the root hooks read", f"chmod go-w {shlex.quote(directory)}")
+    return Finding(name, "ok", f"{directory} present, owned by uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}")
+
+
+def _installed_args(prolog: Path) -> tuple[str, str | None]:
+    """The interpreter and config path an installed Prolog script was written with."""
+    python, config = "", None
+    for line in prolog.read_text(errors="replace").splitlines():
+        words = shlex.split(line, comments=True) if line.strip() else []
+        if words[:1] == ["export"] and words[1].startswith("SLURM_HOOKS_CONFIG="):
+            config = words[1].split("=", 1)[1]
+        elif words[:1] == ["/usr/bin/timeout"] and len(words) > 4:
+            python = words[4]
+    return python, config
+
+
+def _paths_of(python: str, deps: DoctorDeps) -> list[str] | str:
+    """The hooks' interpreter's import paths for slurm_hooks, or why it cannot import it."""
+    code = "import json; from slurm_hooks.install import import_paths; print(json.dumps(import_paths()))"
+    try:
+        out = deps.run([python, "-I", "-c", code], 30.0)  # -I: not the cwd's slurm_hooks
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if out.returncode != 0:
+        return out.stderr.decode(errors="replace").strip().splitlines()[-1:][0] if out.stderr else "failed"
+    paths = json.loads(out.stdout)
+    return [str(p) for p in paths] if isinstance(paths, list) else "unexpected output"
+
+
+def check_hooks(hooks_dir: Path, config: Config, deps: DoctorDeps) -> Finding:
+    prolog = hooks_dir / "slurm-hooks-prolog"
+    install = f"slurm-hooks install-hooks --dest {hooks_dir}"
+    if not prolog.is_file():
+        return Finding("hooks", "warn", f"no hook scripts in {hooks_dir}",
+                       f"{install}, then add {hooks_dir}/slurm.conf.snippet to slurm.conf (or --hooks-dir DIR)")
+    python, config_file = _installed_args(prolog)
+    if config_file:
+        install += f" --config {config_file}"
+    if not os.access(python, os.X_OK):
+        return Finding("hooks", "fail", f"the hooks run {python or '(no interpreter found)'}, which is not there",
+                       f"{install} --python /path/to/venv/bin/python")
+    paths = _paths_of(python, deps)
+    if isinstance(paths, str):
+        return Finding("hooks", "fail", f"the hooks' interpreter {python} cannot run this slurm_hooks: {paths}",
+                       f"reinstall slurm-hooks into that environment (make install), then {install}")
+    expected = hook_files(hooks_dir, python, config, config_file, paths)
+    differ = [str(p.relative_to(hooks_dir)) for p, text in expected.items()
+              if not p.is_file() or p.read_text(errors="replace") != text]
+    if differ:
+        return Finding("hooks", "fail", f"{', '.join(differ)} in {hooks_dir} differ from this install and config",
+                       f"{install} --python {python}")
+    return Finding("hooks", "ok", f"{len(expected)} files in {hooks_dir} match this install ({python})")
+
+
+def check_slurm(config: Config, deps: DoctorDeps) -> Finding:
+    backend = deps.slurm_backend(config)
+    missing = [c for c in ("scontrol", "sacct", "sacctmgr")
+               if not any(os.access(f"{d}/{c}", os.X_OK) for d in TOOL_ENV["PATH"].split(":"))]
+    if missing:
+        return Finding("slurm", "warn", f"backend {backend}; not on the hooks' PATH: {', '.join(missing)}",
+                       "install Slurm's client commands (Debian: slurm-client) in /usr/bin")
+    try:
+        out = deps.run(["scontrol", "ping"], config.budgets.command_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Finding("slurm", "warn", f"backend {backend}; scontrol ping: {exc}", "check slurmctld and munge")
+    text = out.stdout.decode(errors="replace").strip().replace("\n", "; ")
+    if out.returncode != 0 or "UP" not in text:
+        return Finding("slurm", "warn", f"backend {backend}; slurmctld not answering: {text or out.returncode}",
+                       "annotations wait in the outbox until it is back; check slurmctld and munge")
+    return Finding("slurm", "ok", f"backend {backend}; {text}")
+
+
+def check_nvml(config: Config, deps: DoctorDeps) -> Finding:
+    has_driver = (Path(config.host_root) / "proc/driver/nvidia").is_dir()
+    try:
+        info = deps.gpu.query()
+    except GpuQueryError as exc:
+        if has_driver:
+            return Finding("nvml", "warn", f"a driver is loaded but NVML is not usable: {exc}",
+                           "make libnvidia-ml.so.1 visible to slurmd (SUNK: the NVIDIA container runtime)")
+        return Finding("nvml", "warn", f"no GPU here: {exc}", "nothing, on a node without GPUs")
+    return Finding("nvml", "ok", f"driver {info.driver_version}, CUDA {info.cuda_driver_version}, "
+                   f"{info.gpu_count} x {info.gpu_model}")
+
+
+def check_kernel_log(config: Config, deps: DoctorDeps) -> Finding:
+    configured = str(getattr(config, "kernel_log_file", "") or "")
+    if configured:
+        if os.access(configured, os.R_OK):
+            return Finding("kernel_log", "ok", f"{configured} readable (kernel_log_file)")
+        return Finding("kernel_log", "fail", f"kernel_log_file {configured} is not readable",
+                       "point kernel_log_file at this node's kernel log, or remove the key")
+    try:
+        if deps.run(["journalctl", "-k", "-n", "1", "-q"], config.budgets.command_s).returncode == 0:
+            return Finding("kernel_log", "ok", "journalctl -k answers")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    try:
+        os.close(os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        return Finding("kernel_log", "warn", f"neither journalctl -k nor /dev/kmsg ({exc.strerror}): diagnoses "
+                       "miss kernel lines (segfaults, Xids, OOM kills)",
+                       "run the Epilog as root with /dev/kmsg (SUNK: mount the host's /dev/kmsg)")
+    return Finding("kernel_log", "ok", "/dev/kmsg readable")
+
+
+def check_outbox(config: Config) -> Finding:
+    gauges = outbox_gauges(os.path.join(config.spool_dir, "outbox"))
+    depth, oldest = gauges["depth"], gauges["oldest"]
+    if not depth:
+        return Finding("outbox", "ok", "empty: every annotation reached accounting")
+    age = time.time() - oldest
+    status = "warn" if age > OUTBOX_STALE_S else "ok"
+    return Finding("outbox", status, f"{depth} annotation(s) waiting, the oldest for {age / 60:.0f} min",
+                   "slurm-hooks flush; if it keeps failing, check slurmdbd" if status == "warn" else "")
+
+
+def check_metrics(config: Config) -> Finding:
+    if not config.metrics_file:
+        return Finding("metrics", "ok", "off (metrics_file is empty)")
+    folder = os.path.dirname(config.metrics_file)
+    if not os.path.isdir(folder):
+        return Finding("metrics", "warn", f"{folder} does not exist: no metrics file is written",
+                       "run node_exporter with --collector.textfile.directory there, or set metrics_file")
+    return Finding("metrics", "ok", f"written to {config.metrics_file}")
+
+
+def run_checks(path: Path | None, hooks_dir: Path, deps: DoctorDeps) -> list[Finding]:
+    config, found = check_config(path)
+    return [found, check_dir("state_dir", config.state_dir), check_dir("spool_dir", config.spool_dir),
+            check_hooks(hooks_dir, config, deps),
+            check_slurm(config, deps), check_nvml(config, deps), check_kernel_log(config, deps),
+            check_outbox(config), check_metrics(config)]
+
+
+def report(findings: list[Finding]) -> str:
+    lines = []
+    for f in findings:
+        lines.append(f"{f.status.upper() if f.status != 'ok' else 'ok':5} {f.check:11} {f.detail}")
+        if f.fix and f.status != "ok":
+            lines.append(f"{'':17} fix: {f.fix}")
+    fails = sum(f.status == "fail" for f in findings)
+    warns = sum(f.status == "warn" for f in findings)
+    lines.append(f"{fails} misconfiguration(s) to fix, {warns} warning(s)" if fails
+                 else f"no misconfiguration; {warns} warning(s)")
+    return "\n".join(lines) + "\n"
+
+
+def real_deps() -> DoctorDeps:
+    from slurm_hooks.facts.gpu import NvmlQuery
+
+    def backend(config: Config) -> str:
+        from slurm_hooks.hooks.deps import slurm_client  # where slurm.backend picks the client
+
+        return type(slurm_client(config)).__name__
+
+    return DoctorDeps(gpu=NvmlQuery(2.0), run=lambda argv, t: run_bounded(argv, t, env=TOOL_ENV),
+                      slurm_backend=backend)
+
+
+def doctor(path: Path | None, hooks_dir: Path, deps: DoctorDeps) -> tuple[str, int]:
+    """The report, and the exit status: 1 only for a real misconfiguration. Changes nothing."""
+    findings = run_checks(path, hooks_dir, deps)
+    return report(findings), 1 if any(f.status == "fail" for f in findings) else 0

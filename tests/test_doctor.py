@@ -1,0 +1,115 @@
+"""`slurm-hooks doctor` on this GPU-less machine: what is missing is a warning (exit 0); a broken
+config, an unwritable or loose state dir, or stale hook scripts are misconfigurations (exit 1)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm_hooks.config import Config
+from slurm_hooks.doctor import DoctorDeps, real_deps, run_checks
+from slurm_hooks.facts.gpu import GpuInfo
+from slurm_hooks.install import install_hooks
+from tests.fakes import FailingGpu, RecordedGpu
+
+HOSTS = Path(__file__).parent / "fixtures" / "hosts"
+
+
+def make_node(tmp: Path, **keys: str) -> Path:
+    """A config whose dirs live in `tmp`, and hooks installed from this interpreter."""
+    values = {"state_dir": f"{tmp}/state", "spool_dir": f"{tmp}/spool", "log_file": f"{tmp}/hooks.log",
+              "metrics_file": f"{tmp}/textfile/slurm_hooks.prom", **keys}
+    cfg = tmp / "config.yaml"
+    cfg.write_text("".join(f"{k}: {v}\n" for k, v in values.items()))
+    for d in ("state", "spool", "textfile"):
+        (tmp / d).mkdir(mode=0o755, exist_ok=True)
+    install_hooks(tmp / "hooks", sys.executable, Config(state_dir=f"{tmp}/state"), str(cfg))
+    return cfg
+
+
+def doctor(tmp: Path, cfg: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SLURM_HOOKS_CACHE_DIR": str(tmp)}
+    return subprocess.run([sys.executable, "-m", "slurm_hooks", "doctor", "--config", str(cfg),
+                           "--hooks-dir", str(tmp / "hooks")], capture_output=True, text=True, env=env, cwd="/",
+                          timeout=120)
+
+
+def line(out: str, check: str) -> str:
+    return next(ln for ln in out.splitlines() if ln.split()[1:2] == [check])
+
+
+def test_gpu_less_node_exits_0_and_says_what_is_missing(tmp_path: Path) -> None:
+    run = doctor(tmp_path, make_node(tmp_path))
+    assert run.returncode == 0, run.stdout
+    assert line(run.stdout, "nvml").startswith("WARN") and "no GPU here" in line(run.stdout, "nvml")
+    for ok in ("config", "state_dir", "spool_dir", "hooks", "outbox", "metrics"):
+        assert line(run.stdout, ok).startswith("ok"), run.stdout
+    assert "no misconfiguration" in run.stdout.splitlines()[-1]
+
+
+def test_broken_config_exits_1_and_names_key_and_file(tmp_path: Path) -> None:
+    cfg = make_node(tmp_path)
+    cfg.write_text(cfg.read_text() + "budgets: {prolog_s: soon}\n")
+    run = doctor(tmp_path, cfg)
+    assert run.returncode == 1
+    assert line(run.stdout, "config").startswith("FAIL") and "budgets.prolog_s" in run.stdout
+    assert f"fix: correct {cfg}" in run.stdout
+
+
+def test_state_dir_that_cannot_be_created_exits_1_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    run = doctor(tmp_path, make_node(tmp_path, state_dir=f"{tmp_path}/a-file/state"))
+    assert run.returncode == 1
+    assert line(run.stdout, "state_dir").startswith("FAIL") and "cannot be created" in run.stdout
+    assert "fix: point state_dir at a writable local directory" in run.stdout
+
+
+def test_group_writable_state_dir_is_a_misconfiguration(tmp_path: Path) -> None:
+    cfg = make_node(tmp_path)
+    os.chmod(tmp_path / "state", 0o777)
+    run = doctor(tmp_path, cfg)
+    assert run.returncode == 1 and f"fix: chmod go-w {tmp_path}/state" in run.stdout
+
+
+def test_hook_script_edited_by_hand_is_named(tmp_path: Path) -> None:
+    cfg = make_node(tmp_path)
+    prolog = tmp_path / "hooks/slurm-hooks-prolog"
+    prolog.write_text(prolog.read_text().replace("-k 2 15", "-k 2 99"))
+    run = doctor(tmp_path, cfg)
+    assert run.returncode == 1
+    assert "slurm-hooks-prolog" in line(run.stdout, "hooks") and "prolog.d" not in line(run.stdout, "hooks")
+    assert f"install-hooks --dest {tmp_path}/hooks --config {cfg} --python {sys.executable}" in run.stdout
+
+
+def test_stale_outbox_is_a_warning_with_flush(tmp_path: Path) -> None:
+    cfg = make_node(tmp_path)
+    (tmp_path / "spool/outbox").mkdir()
+    entry = tmp_path / "spool/outbox/42.json"
+    entry.write_text("{}")
+    os.utime(entry, (0, 1_000_000))
+    run = doctor(tmp_path, cfg)
+    assert run.returncode == 0 and line(run.stdout, "outbox").startswith("WARN")
+    assert "1 annotation(s) waiting" in run.stdout and "fix: slurm-hooks flush" in run.stdout
+
+
+def nvml_finding(tmp: Path, gpu: object, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, str]:
+    cfg = make_node(tmp, host_root=str(HOSTS / "real-h200"))
+    monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp))
+    deps = DoctorDeps(gpu=gpu, run=real_deps().run, slurm_backend=lambda _c: "FakeBackend")  # type: ignore[arg-type]
+    found = {f.check: f for f in run_checks(cfg, tmp / "hooks", deps)}
+    assert "backend FakeBackend" in found["slurm"].detail
+    return found["nvml"].status, found["nvml"].detail, found["nvml"].fix
+
+
+def test_nvml_answer_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    h200 = RecordedGpu(GpuInfo("580.159.04", "13.0", "NVIDIA H200", 1))
+    assert nvml_finding(tmp_path, h200, monkeypatch)[:2] == ("ok", "driver 580.159.04, CUDA 13.0, 1 x NVIDIA H200")
+
+
+def test_driver_without_nvml_says_to_mount_the_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    status, detail, fix = nvml_finding(tmp_path, FailingGpu("libnvidia-ml.so.1 not loadable"), monkeypatch)
+    assert status == "warn" and "driver is loaded but NVML is not usable" in detail and "libnvidia-ml" in fix
