@@ -43,7 +43,7 @@ exit 0
 # stays right wherever the package's Python lives (SUNK mounts it from a ConfigMap).
 RUN_PARTS_NAME = "50-slurm-hooks"
 _RUN_PARTS_ENTRY = """#!/bin/sh
-# slurm-hooks {hook} for a {hook}.d directory (Slurm's Prolog/Epilog glob, SUNK's run-parts).
+# slurm-hooks {hook}, run from {hook}.d/ (Slurm's Prolog/Epilog glob, SUNK's run-parts).
 [ -x {target} ] || exit 0
 exec {target}
 """
