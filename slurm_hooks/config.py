@@ -1,4 +1,4 @@
-"""One YAML file -> frozen records (typed NamedTuples), validated on load; errors name the file, the key and what was expected.
+"""One YAML file -> typed NamedTuple records, validated on load; errors name the file, the key and what was expected.
 
 Path: $SLURM_HOOKS_CONFIG, else /etc/slurm-hooks/config.yaml. A missing default file means
 all defaults; a file that exists but is wrong is an error (hooks log it and carry on with defaults).
