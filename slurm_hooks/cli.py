@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,10 +68,15 @@ def _facts(args: argparse.Namespace) -> int:
     return 0
 
 
-def _prolog(_args: argparse.Namespace) -> int:
-    from slurm_hooks.hooks import prolog
+def _hook(name: str) -> Callable[[argparse.Namespace], int]:
+    """A hook as a subcommand: the same `main` the installed hook scripts call."""
 
-    return prolog.main()
+    def run(_args: argparse.Namespace) -> int:
+        import importlib
+
+        return int(importlib.import_module(f"slurm_hooks.hooks.{name}").main())
+
+    return run
 
 
 def _task_prolog(args: argparse.Namespace) -> int:
@@ -79,34 +85,20 @@ def _task_prolog(args: argparse.Namespace) -> int:
     return task_prolog.main(args.state_dir)
 
 
-def _epilog(_args: argparse.Namespace) -> int:
-    from slurm_hooks.hooks import epilog
-
-    return epilog.main()
-
-
-def _epilog_slurmctld(_args: argparse.Namespace) -> int:
-    from slurm_hooks.hooks import epilog_slurmctld
-
-    return epilog_slurmctld.main()
-
-
 def _flush(_args: argparse.Namespace) -> int:
     from slurm_hooks.clock import SystemClock
     from slurm_hooks.deliver.annotate import deliver_backlog
     from slurm_hooks.deliver.outbox import Outbox
     from slurm_hooks.hooklog import HookLog
     from slurm_hooks.hooks.deps import slurm_client
-    from slurm_hooks.metrics import hook_recorder
+    from slurm_hooks.metrics import Metrics
 
-    config = _config()
-    log = HookLog(config.log_file, "flush")
-    clock = SystemClock()
+    config, clock = _config(), SystemClock()
     started = clock.monotonic()
-    tally = deliver_backlog(Outbox(Path(config.spool_dir)), slurm_client(config), log, clock,
-                            budget_s=300.0, retention_days=config.retention_days)
-    record = hook_recorder(config.state_dir, config.metrics_file, "flush", str(Path(config.spool_dir) / "outbox"))
-    record(clock.monotonic() - started, tally.pending > 0)
+    tally = deliver_backlog(Outbox(Path(config.spool_dir)), slurm_client(config), HookLog(config.log_file, "flush"),
+                            clock, budget_s=300.0, retention_days=config.retention_days)
+    Metrics(config.state_dir, config.metrics_file, str(Path(config.spool_dir) / "outbox")).hook_run(
+        "flush", clock.monotonic() - started, failed=tally.pending > 0)
     print(f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
           f"dropped {tally.dropped}, quarantined {tally.quarantined}")
     return 0 if tally.pending == 0 else 1
@@ -162,12 +154,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from slurm_hooks.doctor import doctor, real_deps
+    from slurm_hooks.doctor import main
 
-    path = Path(args.config) if args.config else None
-    text, status = doctor(path, Path(args.hooks_dir), real_deps())
-    sys.stdout.write(text)
-    return status
+    return main(Path(args.config) if args.config else None, Path(args.hooks_dir))
 
 
 def _install_hooks(args: argparse.Namespace) -> int:
@@ -200,17 +189,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_facts)
 
     p = sub.add_parser("prolog", help="Slurm Prolog: record node facts for the job (always exits 0)")
-    p.set_defaults(func=_prolog)
+    p.set_defaults(func=_hook("prolog"))
 
     p = sub.add_parser("task-prolog", help="Slurm TaskProlog: print the job's SLURM_HOOKS_* exports")
     p.add_argument("--state-dir", help="default: the config's state_dir default, /run/slurm-hooks")
     p.set_defaults(func=_task_prolog)
 
     p = sub.add_parser("epilog", help="Slurm Epilog: spool evidence, diagnose and annotate the job (always exits 0)")
-    p.set_defaults(func=_epilog)
+    p.set_defaults(func=_hook("epilog"))
 
     p = sub.add_parser("epilog-slurmctld", help="Slurm EpilogSlurmctld, when annotator: epilog_slurmctld")
-    p.set_defaults(func=_epilog_slurmctld)
+    p.set_defaults(func=_hook("epilog_slurmctld"))
 
     p = sub.add_parser("flush", help="deliver queued annotations to Slurm accounting (exit 1 if some remain)")
     p.set_defaults(func=_flush)

@@ -3,9 +3,8 @@
 Path: $SLURM_HOOKS_CONFIG, else /etc/slurm-hooks/config.yaml. A missing default file means
 all defaults; a file that exists but is wrong is an error (hooks log it and carry on with defaults).
 
-The records are typed NamedTuples, not dataclasses: every job start imports this module, and the
-`dataclasses` import (it pulls in `inspect`, `ast`, `dis`) plus building four classes cost ~13 ms
-of the Prolog's ~55 (bench/prolog_imports.py). Change a copy with `config._replace(key=value)`.
+NamedTuples, not dataclasses: every job start imports this module, and `dataclasses` (with inspect,
+ast, dis) plus the classes cost ~13 ms (bench/prolog_imports.py). Copy with `config._replace(k=v)`.
 """
 
 from __future__ import annotations

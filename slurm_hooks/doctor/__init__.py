@@ -1,0 +1,73 @@
+"""`slurm-hooks doctor`: is this node set up right? Each check says what it found and what to fix.
+
+`fail` is a real misconfiguration (a config that does not load, a state dir the hooks cannot
+write, hook scripts that are not this install's); the command then exits 1. `warn` is something
+missing that a node may lack on purpose (no GPU, no node_exporter, slurmctld down right now).
+docs/operators/troubleshooting.md explains each check.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slurm_hooks.config import Config
+from slurm_hooks.doctor.checks import (
+    DoctorDeps,
+    Finding,
+    check_config,
+    check_dir,
+    check_hooks,
+    check_kernel_log,
+    check_metrics,
+    check_nvml,
+    check_outbox,
+    check_slurm,
+)
+from slurm_hooks.proc import TOOL_ENV, run_bounded
+
+__all__ = ["DoctorDeps", "Finding", "doctor", "main", "real_deps", "report", "run_checks"]
+
+
+def run_checks(path: Path | None, hooks_dir: Path, deps: DoctorDeps) -> list[Finding]:
+    config, found = check_config(path)
+    return [found, check_dir("state_dir", config.state_dir), check_dir("spool_dir", config.spool_dir),
+            check_hooks(hooks_dir, config, deps),
+            check_slurm(config, deps), check_nvml(config, deps), check_kernel_log(config, deps),
+            check_outbox(config), check_metrics(config)]
+
+
+def report(findings: list[Finding]) -> str:
+    lines = []
+    for f in findings:
+        lines.append(f"{f.status.upper() if f.status != 'ok' else 'ok':5} {f.check:11} {f.detail}")
+        if f.fix and f.status != "ok":
+            lines.append(f"{'':17} fix: {f.fix}")
+    fails = sum(f.status == "fail" for f in findings)
+    warns = sum(f.status == "warn" for f in findings)
+    lines.append(f"{fails} misconfiguration(s) to fix, {warns} warning(s)" if fails
+                 else f"no misconfiguration; {warns} warning(s)")
+    return "\n".join(lines) + "\n"
+
+
+def real_deps() -> DoctorDeps:
+    from slurm_hooks.facts.gpu import NvmlQuery
+
+    def backend(config: Config) -> str:
+        from slurm_hooks.hooks.deps import slurm_client  # where slurm.backend picks the client
+
+        return type(slurm_client(config)).__name__
+
+    return DoctorDeps(gpu=NvmlQuery(2.0), run=lambda argv, t: run_bounded(argv, t, env=TOOL_ENV),
+                      slurm_backend=backend)
+
+
+def doctor(path: Path | None, hooks_dir: Path, deps: DoctorDeps) -> tuple[str, int]:
+    """The report, and the exit status: 1 only for a real misconfiguration. Changes nothing."""
+    findings = run_checks(path, hooks_dir, deps)
+    return report(findings), 1 if any(f.status == "fail" for f in findings) else 0
+
+
+def main(path: Path | None, hooks_dir: Path) -> int:
+    text, status = doctor(path, hooks_dir, real_deps())
+    print(text, end="")
+    return status
