@@ -78,8 +78,7 @@ class Config(NamedTuple):
     retention_days: int = 30  # spool bundles older than this are removed
     spool_max_mb: int = 2048  # and the oldest go first past this size
     max_log_read_mb: int = 64  # tail of each job log copied into a bundle
-    # Prometheus textfile for node_exporter; written only where its directory exists; "" = none
-    metrics_file: str = "/var/lib/node_exporter/textfile_collector/slurm_hooks.prom"
+    metrics_file: str = "/var/lib/node_exporter/textfile_collector/slurm_hooks.prom"  # if its dir exists; "" = off
     source: str = "(defaults)"
 
 
