@@ -11,7 +11,7 @@ import pytest
 from slurm_hooks.config import Annotation, Config
 from slurm_hooks.report.aggregate import wilson
 from slurm_hooks.report.read import Filters
-from slurm_hooks.report.run import parse_when, report
+from slurm_hooks.report.run import parse_when, render, report
 from slurm_hooks.slurm.client import AccountingRow
 
 SINCE, UNTIL = datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -73,6 +73,8 @@ def test_totals_coverage_and_buckets(config: Config) -> None:
                             "comment_delimiter": 1}
     details = {d["job_id"]: d["diagnosis"] for d in doc["details"]}
     assert details["8"]["summary"] == "rank 0 segfaulted" and details["7"] is None
+    text = render(doc, "text", None)  # --details shows in the terminal too
+    assert "rank 0 segfaulted" in text and "kind=segfault node=n1" in text and "(none in this spool)" in text
 
 
 def test_hours_lost_configs_scale_roots(config: Config) -> None:

@@ -65,7 +65,7 @@ def to_html(doc: dict[str, Any]) -> str:
              "<h2>Failure rate by scale (bars: rate, whiskers: 95% CI)</h2>",
              f"<div class='chart'>{c['scale-nodes']}</div><div class='chart'>{c['scale-racks']}</div>",
              "<h2>Root nodes of failures, by rack</h2>", f"<div class='chart'>{c['root-racks']}</div>"]
-    for name in (*DEFAULT_TEXT, "partition", "user", "account"):
+    for name in (*DEFAULT_TEXT, "partition", "user", "account", *(("details",) if doc["details"] else ())):
         parts.append(f"<h2>{escape(TITLES[name])}</h2>" + _table(*view(doc, name)))
     parts.append("</body></html>\n")
     return "".join(parts)

@@ -13,7 +13,8 @@ TITLES = {"coverage": "Totals and coverage", "records": "What accounting held", 
           "config": "Label x driver x CDMM x ncore x GPU (rate within that configuration)",
           "nodes": "Failure rate by nodes spanned", "racks": "Failure rate by racks spanned",
           "root-node": "Repeat root nodes (candidates to check, nothing is drained)", "day": "Failures per day",
-          "partition": "By partition", "user": "By user", "account": "By account"}
+          "partition": "By partition", "user": "By user", "account": "By account",
+          "details": "Failed jobs with their spooled diagnosis (--details)"}
 
 
 def table(columns: list[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -32,6 +33,8 @@ def _cell(value: Any) -> str:
 def to_text(doc: dict[str, Any], names: Sequence[str] = DEFAULT_TEXT) -> str:
     w = doc["window"]
     out = [f"slurm-hooks report {w['since']} .. {w['until']}\n"]
+    if doc["details"] and "details" not in names and len(names) > 1:
+        names = [*names, "details"]
     for name in names:
         columns, rows = view(doc, name)
         out.append(f"\n{TITLES[name]}\n")

@@ -6,7 +6,7 @@ from typing import Any
 
 Table = tuple[list[str], list[list[Any]]]
 VIEWS = ("coverage", "records", "label", "config", "nodes", "racks", "root-node", "day", "partition", "user",
-         "account")
+         "account", "details")
 DEFAULT_TEXT = ("coverage", "records", "label", "config", "nodes", "racks", "root-node", "day")
 
 
@@ -47,7 +47,18 @@ def view(doc: dict[str, Any], name: str) -> Table:
     if name in ("partition", "user", "account"):
         return ([name, "jobs", "failed", "rate", "95% CI"],
                 [[r[name], r["jobs"], r["failed"], *_pct(r)] for r in doc["groups"][name]])
+    if name == "details":
+        return (["job", "label", "state", "summary (spooled diagnosis)", "first fault"],
+                [[d["job_id"], d["label"], d["state"], *_diagnosis(d["diagnosis"])] for d in doc["details"]])
     raise KeyError(name)
+
+
+def _diagnosis(diagnosis: dict[str, Any] | None) -> list[str]:
+    if not diagnosis:
+        return ["(none in this spool)", ""]
+    fault = diagnosis.get("first_fault") or {}
+    where = " ".join(f"{k}={fault[k]}" for k in ("kind", "node", "rank", "time") if fault.get(k) is not None)
+    return [str(diagnosis.get("summary") or "")[:160], where]
 
 
 def _counts(labels: dict[str, int]) -> str:
