@@ -36,9 +36,12 @@ def _diagnose(args: argparse.Namespace) -> int:
     from slurm_hooks.render import to_text
     from slurm_hooks.rules import RulePackError, load_rule_pack
 
+    # The Epilog's rule files, then --rules; a broken config is an error unless its rules are skipped.
+    config = _config(strict=not args.no_site_rules)
+    site = () if args.no_site_rules else config.rule_files
     try:
-        pack = load_rule_pack(args.rules, strict=True)
-        with open_bundle(Path(args.bundle), _config(strict=False).limits) as bundle:
+        pack = load_rule_pack([*site, *args.rules], strict=True)
+        with open_bundle(Path(args.bundle), config.limits) as bundle:
             result = diagnose(bundle, pack)
     except (BundleError, RulePackError) as exc:
         print(f"slurm-hooks: {exc}", file=sys.stderr)
@@ -180,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("bundle", help="bundle directory or .tar.gz")
     p.add_argument("--json", action="store_true", help="print the diagnosis as one JSON object")
     p.add_argument("--rules", action="append", default=[], metavar="FILE",
-                   help="extra rule-pack YAML that adds or overrides rules (repeatable)")
+                   help="rule-pack YAML that adds or overrides rules, after the config's rule_files (repeatable)")
+    p.add_argument("--no-site-rules", action="store_true",
+                   help="skip the config's rule_files: the shipped pack plus --rules only")
     p.set_defaults(func=_diagnose)
 
     p = sub.add_parser("facts", help="this node's GPU stack: driver, CUDA, CDMM, ncore, GPU model")

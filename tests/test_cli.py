@@ -46,3 +46,25 @@ def test_bad_config_is_one_line_naming_file_and_key(tmp_path: Path) -> None:
     out = cli("flush", env={"SLURM_HOOKS_CONFIG": str(config), "SLURM_HOOKS_CACHE_DIR": str(tmp_path)})
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert str(config) in out.stderr and "annotation.field" in out.stderr
+
+
+def test_diagnose_reads_the_configs_rule_files_like_the_epilog(tmp_path: Path) -> None:
+    site, mine = tmp_path / "site.yaml", tmp_path / "mine.yaml"
+    site.write_text("advice:\n  cdmm_checkpoint_segfault: ['site advice']\n  unknown: ['site unknown']\n")
+    mine.write_text("advice:\n  cdmm_checkpoint_segfault: ['my advice']\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"rule_files: [{site}]\n")
+    env = {"SLURM_HOOKS_CONFIG": str(config), "SLURM_HOOKS_CACHE_DIR": str(tmp_path / "cache")}
+
+    def advice(*flags: str) -> list[str]:
+        out = cli("diagnose", "--json", *flags, str(EXAMPLE), env=env)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["advice"]
+
+    assert advice() == ["site advice"]
+    assert advice("--rules", str(mine)) == ["my advice"]  # --rules comes after the site's files
+    assert len(advice("--no-site-rules")) > 1 and "site advice" not in advice("--no-site-rules")
+    assert advice("--no-site-rules", "--rules", str(mine)) == ["my advice"]
+    config.write_text("rule_files: not-a-list\n")
+    bad = cli("diagnose", str(EXAMPLE), env=env)
+    assert bad.returncode == 2 and "rule_files" in bad.stderr and str(config) in bad.stderr

@@ -115,13 +115,40 @@ def test_each_nvml_call_has_its_own_timeout() -> None:
         _Worker().call(1, int, "not a number")
 
 
-def test_task_prolog_default_state_dir_is_the_configs_without_importing_config() -> None:
-    import subprocess
-    import sys
-
-    from slurm_hooks.config import Config
+def test_task_prolog_defaults_are_the_configs() -> None:
+    from slurm_hooks.config import DEFAULT_PATH, Config
 
     assert Config().state_dir == task_prolog.DEFAULT_STATE_DIR  # one default (slurm_hooks/layout.py)
-    code = "import sys, slurm_hooks.hooks.task_prolog; print(sorted(m for m in sys.modules if 'config' in m))"
-    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"  # the config module's import would cost each task ~40% more start-up
+    assert DEFAULT_PATH == task_prolog.DEFAULT_CONFIG
+
+
+def test_task_prolog_reads_state_dir_from_the_config(tmp_path: Path, config: Path, capsys, monkeypatch) -> None:
+    prolog.main({"SLURM_JOB_ID": "82"}, gpu=RecordedGpu(GB200))  # writes under the config's state_dir
+    monkeypatch.setenv("SLURM_JOB_ID", "82")
+    assert task_prolog.main() == 0
+    assert "export SLURM_HOOKS_CDMM=on\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("state_dir: /srv/hooks", "/srv/hooks"),
+    ("state_dir: '/srv/my hooks'  # quoted", "/srv/my hooks"),
+    ('state_dir: "/srv/q"', "/srv/q"),
+    ("state_dir: relative/dir", "/run/slurm-hooks"),  # never a path relative to the task's cwd
+    ("  state_dir: /nested/not/top-level", "/run/slurm-hooks"),
+    ("log_file: /x", "/run/slurm-hooks"),
+])
+def test_task_prolog_state_dir_line(tmp_path: Path, line: str, expected: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"# site config\nspool_dir: /var/spool/x\n{line}\n")
+    assert task_prolog.configured_state_dir({"SLURM_HOOKS_CONFIG": str(path)}) == expected
+    assert task_prolog.configured_state_dir({"SLURM_HOOKS_CONFIG": str(tmp_path / "absent")}) == "/run/slurm-hooks"
+
+
+def test_task_prolog_imports_neither_the_config_module_nor_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"state_dir: {tmp_path}\n")
+    code = ("import sys; from slurm_hooks.hooks import task_prolog; task_prolog.main();"
+            "print(sorted(m for m in ('slurm_hooks.config', 'yaml') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "SLURM_HOOKS_CONFIG": str(path), "SLURM_JOB_ID": "83"})
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

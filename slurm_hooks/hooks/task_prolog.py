@@ -13,13 +13,41 @@ import sys
 from slurm_hooks.hooks.state import job_id_from_env
 from slurm_hooks.layout import DEFAULT_STATE_DIR, job_dir
 
+# The config's default path, spelt out: importing the config module (and PyYAML to read the file)
+# would cost this per-task command ~40% more start-up (bench/hook_startup.py). A test keeps it
+# equal to config.DEFAULT_PATH.
+DEFAULT_CONFIG = "/etc/slurm-hooks/config.yaml"
+_MAX_CONFIG_BYTES = 1 << 16
+
+
+def configured_state_dir(env: dict[str, str]) -> str:
+    """`state_dir` of $SLURM_HOOKS_CONFIG (else the default file), read as one top-level `key: value` line.
+
+    Only this key is read, so only its plain form is understood (`state_dir: /path`, optionally
+    quoted, optionally with a `# comment`); anything else leaves the default in place. The Prolog,
+    which writes the directory, validates the whole file.
+    """
+    try:
+        with open(env.get("SLURM_HOOKS_CONFIG") or DEFAULT_CONFIG, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(_MAX_CONFIG_BYTES)
+    except OSError:
+        return DEFAULT_STATE_DIR
+    for line in text.splitlines():
+        if line.startswith("state_dir:"):
+            value = line[len("state_dir:"):].split(" #")[0].strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            return value if value.startswith("/") else DEFAULT_STATE_DIR
+    return DEFAULT_STATE_DIR
+
 
 def main(state_dir: str | None = None) -> int:
-    job_id = job_id_from_env(dict(os.environ))
+    env = dict(os.environ)
+    job_id = job_id_from_env(env)
     if job_id is None:
         return 0
     try:
-        with open(job_dir(state_dir or DEFAULT_STATE_DIR, job_id) / "env", encoding="utf-8") as fh:
+        with open(job_dir(state_dir or configured_state_dir(env), job_id) / "env", encoding="utf-8") as fh:
             sys.stdout.write(fh.read(16 * 1024))
     except OSError:
         pass  # no facts for this job: the task runs without SLURM_HOOKS_* rather than not at all
