@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 from slurm_hooks.config import Limits
 from slurm_hooks.nofollow import open_at, opened_dir
+from slurm_hooks.nodefacts import NodeFacts
 from slurm_hooks.times import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours
@@ -87,7 +88,7 @@ def list_below(root: Path, rel: str) -> list[tuple[str, int | None]]:
 class Bundle:
     root: Path
     job: JobInfo
-    facts: dict[str, dict[str, Any]]
+    facts: dict[str, NodeFacts]
     logs: list[BundleFile]
     kernels: dict[str, BundleFile]
     skipped: list[str] = field(default_factory=list)
@@ -198,10 +199,11 @@ def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
     skipped: list[str] = []
     job = _job_info(root, skipped)
     parts = _listed(root, limits, skipped)
-    facts: dict[str, dict[str, Any]] = {}
+    facts: dict[str, NodeFacts] = {}
     for file in parts["nodes"]:
         if file.name.endswith(".json") and (doc := _read_json(root, file.rel, skipped)) is not None:
-            facts[str(doc.get("node") or file.name.removesuffix(".json"))] = doc
+            node = str(doc.get("node") or file.name.removesuffix(".json"))
+            facts[node] = NodeFacts.from_json(doc, node, skipped)
     kernels = {}
     for file in parts["kernel"]:
         node = file.name.removesuffix(".log")

@@ -13,17 +13,20 @@ _FACT_KEYS = ("node", "gpu_model", "driver_version", "cuda_driver_version", "cdm
 def _time(record: dict[str, Any]) -> str:
     """`~` marks a line without its own stamp, placed by its neighbours."""
     if not record.get("time"):
-        return "?"
+        return "(no time)"
     return record["time"] if record.get("time_exact", True) else f"~{record['time']}"
 
 
 def to_text(d: Diagnosis, width: int = 100) -> str:
     out = [f"job {d.job_id}: {d.label}", "", *textwrap.wrap(d.summary, width)]
-    if d.root_node or d.root_rank is not None:
-        out.append(f"root: node {d.root_node or '?'}, rank {d.root_rank if d.root_rank is not None else '?'}")
+    root = [f"node {d.root_node}" if d.root_node else "", f"rank {d.root_rank}" if d.root_rank is not None else ""]
+    if any(root):
+        out.append("root: " + ", ".join(p for p in root if p))
     if d.first_fault:
         ff = d.first_fault
-        out += ["", f"first fault: {ff['kind']} at {_time(ff)} ({ff['source']})",
+        at = f" at {ff['time']}" if ff.get("time") else ""
+        kind = "Slurm's record of the job" if ff["source"] == "job.json" else ff["kind"]  # no log line says more
+        out += ["", f"first fault: {kind}{at} ({ff['source']})",
                 f"  {ff['line'][:width]}"]
     if d.facts:
         out += ["", "node facts: " + ", ".join(f"{k}={d.facts[k]}" for k in _FACT_KEYS if d.facts.get(k))]

@@ -41,7 +41,7 @@ def test_crashed_rank_among_575_timeouts(tmp_path: Path, pack) -> None:
     lines += [_timeout(r, 10 + r % 40) for r in range(RANKS) if r != crashed]
     got = diagnose(load_bundle(_bundle(tmp_path, lines)), pack)
     assert (got.label, got.root_node, got.root_rank) == ("cdmm_checkpoint_segfault", NODES[104], crashed)
-    assert "575 rank(s) hit the NCCL watchdog timeout" in got.summary
+    assert "575 ranks hit the NCCL watchdog timeout" in got.summary
 
 
 def test_hung_node_is_the_one_whose_ranks_never_report(tmp_path: Path, pack) -> None:

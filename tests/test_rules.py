@@ -62,11 +62,11 @@ def matches(pack, line: str, source: str = "log") -> dict[str, dict[str, str]]:
     (" 0:   successfully saved checkpoint from iteration    2000 to /lustre/ckpt", "log", "checkpoint_save_end", {}),
     # NCCL (§1)
     ("[rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=80078, OpType=BROADCAST, NumelIn=5056, NumelOut=5056, Timeout(ms)=600000) ran for 600026 milliseconds before timing out.",
-     "log", "nccl_watchdog_timeout", {"rank": "7", "timeout_ms": "600000", "ran_for_ms": "600026", "seq": "80078"}),
+     "log", "nccl_watchdog_timeout", {"pg_rank": "7", "timeout_ms": "600000", "ran_for_ms": "600026", "seq": "80078"}),
     ("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.",
-     "log", "nccl_watchdog_timeout", {"rank": "1", "ran_for_ms": "1802212"}),
+     "log", "nccl_watchdog_timeout", {"pg_rank": "1", "ran_for_ms": "1802212"}),
     ("[rank144]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 144] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1",
-     "log", "nccl_heartbeat_timeout", {"rank": "144"}),
+     "log", "nccl_heartbeat_timeout", {"pg_rank": "144"}),
     ("ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.", "log",
      "nccl_error_code", {"code": "ncclRemoteError"}),
     ("a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer a100.x<47861>",
@@ -163,7 +163,7 @@ advice:
     assert matches(pack, "CKPT-BEGIN step 5")["checkpoint_save_start"] == {}
     assert "checkpoint_save_start" not in matches(pack, "saving checkpoint at iteration 5")
     assert matches(pack, "gpu-health: FAIL xid=79", "kernel")["site_gpu_health"] == {"xid": "79"}
-    assert pack.advice["gpu_xid"] == ("call the site GPU team for {node}",)
+    assert [a.text for a in pack.advice["gpu_xid"]] == ["call the site GPU team for {node}"]
     assert pack.advice["cancelled"]  # untouched labels keep the shipped advice
 
 

@@ -1,35 +1,35 @@
 """Timeline + node facts -> Diagnosis, in the order of log-signatures §8.
 
-  * primary events (crashes, fatal Xids, OOM kills, link down, Slurm ending the job) that come
-    before the first symptom's *report* are the candidates; the earliest wins, and events the
-    clocks cannot separate are settled by the rule pack's priorities;
-  * symptoms (watchdog timeouts, IB completion errors, NCCL error codes) decide only when no
-    primary precedes them; a crash right at or after a watchdog report is teardown noise;
-  * a segfault inside a checkpoint save window, or with the zip-writer/CRC frames on its
-    stack, is a checkpoint crash; on a CDMM node, the headline label;
-  * the exit code and Slurm state are tie-breakers when the logs say nothing.
+  1. A job Slurm reports COMPLETED 0:0 succeeded, whatever its logs say.
+  2. Primary events (crashes, fatal Xids, OOM kills, link failures, Slurm ending the job) before
+     the first symptom's report are the candidates; crashes in NCCL teardown are consequences.
+     Of faults the clocks cannot order, the earliest estimate wins; the others are listed under
+     `details.concurrent`. A node's death outranks the link errors it causes (§8.5).
+  3. A crash is a checkpoint crash inside a save window or with writer frames on its stack, never
+     when a DataLoader worker crashed; CDMM comes from the crashed node's own facts.
+  4. Otherwise the first symptom decides; otherwise Slurm's state and exit code.
+  5. A single-node job's root node is that node whenever the label has a root.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
 
 from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose import wording
-from slurm_hooks.diagnose.crash import collect_crash
-from slurm_hooks.diagnose.order import Order
-from slurm_hooks.diagnose.ranks import rank_map
+from slurm_hooks.diagnose.context import Context
+from slurm_hooks.diagnose.crash import Consequences, Crash, collect_crash
 from slurm_hooks.diagnose.result import Diagnosis, event_record, fault_record, iso
-from slurm_hooks.diagnose.roles import Roles
 from slurm_hooks.diagnose.verdict import (
     Verdict,
     crash_verdict,
     hardware_verdict,
     seen,
+    silent_ranks,
     state_verdict,
     symptom_verdict,
 )
+from slurm_hooks.nodefacts import NodeFacts
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event, Timeline
 
@@ -40,83 +40,149 @@ _FLOOR = datetime.min.replace(tzinfo=timezone.utc)
 
 
 def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
-    job, events = bundle.job, timeline.events
-    roles, order, ranks = Roles(pack), Order(pack.ordering.simultaneous_s), rank_map(timeline, job)
-    primaries = [e for e in events if roles.is_primary(e)]
-    symptoms = [e for e in events if roles.is_symptom(e)]
-    first_symptom = symptoms[0] if symptoms else None
-
+    ctx = Context.of(bundle, timeline, pack)
+    job = bundle.job
+    primaries = [e for e in ctx.events if ctx.is_primary(e)]
+    symptoms = [e for e in ctx.events if ctx.is_symptom(e)]
     if job.state == "COMPLETED" and job.exit_status == (0, 0) and job.derived_status == (0, 0):
         verdict = Verdict("completed", "success", None, None, None, [],
                           details={"ignored_events": len(primaries) + len(symptoms)})
-        return _assemble(bundle, timeline, pack, verdict)
+        return _assemble(ctx, timeline, verdict, [])
 
-    fault = _first_primary(primaries, first_symptom, order)
-    node_fail = next((e for e in primaries if e.family == "node_fail"), None)
-    if node_fail and (fault is None or fault.family == "fabric"):
-        # Completion errors naming a peer that died are the consequence of that node's death (§8.5).
-        fault = node_fail
-    after = seen(first_symptom, events)
-    if fault is not None and fault.family == "segfault":
-        crash = collect_crash(fault, events, order, ranks, pack.ordering)
+    first_symptom = symptoms[0] if symptoms else None
+    fault, concurrent = _first_fault(ctx, primaries, first_symptom)
+    after = seen(ctx, first_symptom)
+    if fault is not None and ctx.has(fault, "crash"):
+        crash = collect_crash(ctx, fault)
         if crash.rank is None:
-            # A forked writer dies without a rank; its parent rank is the one that never reports the timeout.
-            silent_node, silent_rank, _ = ranks.silent(symptoms)
-            if silent_rank is not None and crash.node in (None, silent_node):
-                crash.rank, crash.node = silent_rank, silent_node
-        verdict = crash_verdict(fault, crash, _facts(bundle, crash.node).get("cdmm"), after)
+            _parent_by_silence(ctx, crash, symptoms)
+        verdict = crash_verdict(fault, crash, _cdmm(ctx, crash.node), after)
     elif fault is not None:
-        verdict = hardware_verdict(fault, events, roles, order, pack.ordering, after)
+        verdict = hardware_verdict(ctx, fault, after)
     elif after is not None:
-        stalls = [e for e in events if e.family == "storage_stall"]
-        verdict = symptom_verdict(after, symptoms, ranks, stalls)
+        verdict = symptom_verdict(ctx, after, symptoms)
     else:
         verdict = state_verdict(job)
-    return _assemble(bundle, timeline, pack, verdict)
+    return _assemble(ctx, timeline, verdict, concurrent)
 
 
-def _first_primary(primaries: list[Event], first_symptom: Event | None, order: Order) -> Event | None:
+def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | None) -> tuple[Event | None, list[Event]]:
+    """The first genuine primary, and the genuine ones the clocks cannot separate from it."""
+    consequence = Consequences(ctx)
+    death = next((e for e in primaries if ctx.has(e, "node_death")), None)
+    # A crash is a consequence when any sighting of it is (the kernel line names the watchdog thread,
+    # the srun line names nothing): judge each crash with all its sightings.
+    teardown = {id(e) for f in _faults(ctx, [p for p in primaries if ctx.has(p, "crash")])
+                if any(consequence(e) for e in f) for e in f}
+
     def counts(p: Event) -> bool:
+        if id(p) in teardown:
+            return False
         if first_symptom is None:
             return True
-        before = order.precedes(p, first_symptom)
-        if before is None:
-            # Too close to tell: a crash at a watchdog report is the teardown (ncclCommAbort,
-            # SIGABRT handlers); anything else that close still counts.
-            return not (p.family == "segfault" and first_symptom.family == "nccl_timeout")
+        before = ctx.order.precedes(p, first_symptom)
+        if before is None:  # a crash right at a watchdog report is its teardown (SIGABRT handlers)
+            return not (ctx.has(p, "crash") and ctx.has(first_symptom, "watchdog"))
         return before
 
     candidates = [p for p in primaries if counts(p)]
     if not candidates:
-        return None
-    first = candidates[0]
-    ties = [c for c in candidates[1:] if order.precedes(first, c) is None]
-    return max([first, *ties], key=lambda e: e.rule.priority)  # max() keeps the first among equals
+        return death, []
+    group = [candidates[0], *[c for c in candidates[1:] if ctx.order.precedes(candidates[0], c) is None]]
+    faults = _faults(ctx, group)
+    first = min(faults, key=lambda f: (_estimate(f) or _FLOOR, -max(e.rule.priority for e in f)))
+    if death is not None and ctx.has(first[0], "link"):
+        return death, []  # completion errors naming a peer that died are that death's consequence (§8.5)
+    return first[0], [f[0] for f in faults if f is not first]
 
 
-def _facts(bundle: Bundle, node: str | None) -> dict[str, Any]:
-    facts = bundle.facts
-    for name in (node, bundle.job.batch_host, *bundle.job.nodes):
-        if name and name in facts:
-            return facts[name]
-    return {}
+def _faults(ctx: Context, events: list[Event]) -> list[list[Event]]:
+    """Events grouped into faults, each with its sightings."""
+    faults: list[list[Event]] = []
+    for e in events:
+        home = next((f for f in faults if _same_fault(ctx, e, f[0])), None)
+        if home is None:
+            faults.append([e])
+        else:
+            home.append(e)
+    return faults
 
 
-def _assemble(bundle: Bundle, timeline: Timeline, pack: RulePack, v: Verdict) -> Diagnosis:
-    job = bundle.job
-    summary = wording.summary(v, job, _facts(bundle, v.node))
-    if v.label in _NO_ROOT:
+def _same_fault(ctx: Context, a: Event, b: Event) -> bool:
+    """Two sightings of one fault: the same kind, close in time, on the same rank (or node when a rank is unknown)."""
+    if ctx.has(a, "crash") != ctx.has(b, "crash") or (not ctx.has(a, "crash") and a.family != b.family):
+        return False
+    if ctx.order.precedes(a, b) is not None and not ctx.order.near(a, b, ctx.merge_span):
+        return False
+    if a.rank is not None and b.rank is not None:
+        return a.rank == b.rank
+    return a.node is None or b.node is None or a.node == b.node
+
+
+def _estimate(sightings: list[Event]) -> datetime | None:
+    """A fault's best time: its most precise sighting's (a stamped line, else the middle of its neighbours')."""
+    stamped = [e.time for e in sightings if e.time]
+    if stamped:
+        return min(stamped)
+    spans = [(e.lo, e.hi) for e in sightings if e.lo and e.hi]
+    if spans:
+        return min(lo + (hi - lo) / 2 for lo, hi in spans)
+    return next((e.when for e in sightings if e.when), None)
+
+
+def _parent_by_silence(ctx: Context, crash: Crash, symptoms: list[Event]) -> None:
+    """A crash seen without a rank belongs to the one rank that never reported the timeout (§8.8, §8.11).
+
+    When srun says that rank itself ended otherwise (Terminated, Aborted), the process that
+    crashed was one it forked: in a save, its checkpoint writer.
+    """
+    node, rank, _ = silent_ranks(ctx, symptoms)
+    if rank is None or crash.node not in (None, node):
+        return
+    crash.rank, crash.node = rank, node
+    ended = any(ctx.has(e, "task_end") and e.rank == rank for e in ctx.events)
+    if ended and crash.in_checkpoint and crash.child is None:
+        crash.child = "forked_writer"
+
+
+def _cdmm(ctx: Context, node: str | None) -> str:
+    node = node or _only_node(ctx)
+    facts = ctx.bundle.facts.get(node) if node else None
+    return facts.cdmm if facts else "unknown"
+
+
+def _only_node(ctx: Context) -> str | None:
+    return ctx.ranks.nodes[0] if len(ctx.ranks.nodes) == 1 else None
+
+
+def _facts(ctx: Context, node: str | None) -> tuple[NodeFacts | None, str | None]:
+    """The root node's facts (and a note when it has none); the batch host's when no node is to blame."""
+    facts = ctx.bundle.facts
+    if node:
+        return facts.get(node), None if node in facts else f"nodes/{node}.json: no facts for the root node"
+    host = ctx.bundle.job.batch_host or _only_node(ctx)
+    return (facts.get(host) if host else None), None
+
+
+def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Event]) -> Diagnosis:
+    job = ctx.bundle.job
+    summary_node = v.node
+    if v.label in _NO_ROOT or (v.label == "nccl_timeout" and not v.details.get("silent_ranks")):
         v.node = v.rank = None
-    facts = _facts(bundle, v.node)
+    elif v.node is None:
+        v.node = _only_node(ctx)  # one node: it is the root whenever the label has one (§8.14)
+    facts, note = _facts(ctx, v.node)
+    notes = list(timeline.notes) + ([note] if note else [])
+    if concurrent:
+        v.details["concurrent"] = [fault_record(e) for e in concurrent]
     unique = {id(e): e for e in v.evidence}.values()
     ordered = sorted(unique, key=lambda e: (e.when or _FLOOR, e.source, e.line_no))
-    first_fault: dict[str, Any] | None = None
-    if v.fault is not None:
-        first_fault = fault_record(v.fault)
-    elif v.basis == "state":  # Slurm's own record is the first (and only) fault we know of
+    first_fault = fault_record(v.fault) if v.fault is not None else None
+    if v.basis == "state":  # Slurm's own record is the first (and only) fault we know of
         first_fault = {"time": iso(job.end), "kind": v.label, "node": None, "rank": None, "source": "job.json",
                        "line": f"state={job.state} exit_code={job.exit_code} derived_exit_code={job.derived_exit_code}"}
     return Diagnosis(
-        job_id=job.job_id, label=v.label, summary=summary, root_node=v.node,
-        root_rank=v.rank, first_fault=first_fault, evidence=[event_record(e) for e in ordered[:MAX_EVIDENCE]],
-        advice=wording.advice(v, pack, job, facts), facts=facts, details=v.details, skipped=list(timeline.notes))
+        job_id=job.job_id, label=v.label, summary=wording.summary(v, job, facts, summary_node),
+        root_node=v.node, root_rank=v.rank, first_fault=first_fault,
+        evidence=[event_record(e) for e in ordered[:MAX_EVIDENCE]], advice=wording.advice(v, ctx.pack, job, facts),
+        facts=facts.to_dict() if facts else {}, details=v.details, skipped=notes)

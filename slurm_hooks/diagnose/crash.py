@@ -1,13 +1,16 @@
-"""One crash from its sightings: the dump, the launcher's report and the kernel line; its frames and save window."""
+"""One crash from its sightings (dump, launcher report, kernel line): its rank, node, frames and kind.
+
+Also which crashes are consequences: a crash in NCCL teardown (the watchdog thread, libnccl,
+ncclCommAbort) or one that follows an NCCL/IB error on its rank is not a cause (§8.4, §8.10).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
-from slurm_hooks.diagnose.order import Order
-from slurm_hooks.diagnose.ranks import RankMap
-from slurm_hooks.rules import Ordering
+from slurm_hooks.diagnose.context import Context
+from slurm_hooks.diagnose.ranks import TorchrunEntry
+from slurm_hooks.diagnose.saves import open_save
 from slurm_hooks.timeline.events import Event
 
 
@@ -18,53 +21,89 @@ class Crash:
     save_start: Event | None
     rank: int | None
     node: str | None
+    child: str | None = None  # dataloader_worker | forked_writer: a process the rank forked
+
+    @property
+    def in_checkpoint(self) -> bool:
+        return self.child != "dataloader_worker" and (self.save_start is not None or bool(self.frames))
 
 
-def following(events: list[Event], sightings: list[Event], family: str, span: int) -> list[Event]:
-    """Events of `family` printed at most `span` lines after a sighting, in the same task's stream."""
-    out = []
-    for ev in events:
-        if ev.family != family:
-            continue
-        if any(s.source == ev.source and s.task == ev.task and 0 < ev.line_no - s.line_no <= span
-               for s in sightings):
-            out.append(ev)
-    return out
+def following(ctx: Context, sightings: list[Event], trait: str) -> list[Event]:
+    """Events with `trait` printed at most `frame_lines` after a sighting, in the same task's stream.
+
+    Only job logs have such streams: the next line of a kernel log is another process's.
+    """
+    span = ctx.pack.ordering.frame_lines
+    heads = [s for s in sightings if s.source.startswith("logs/")]
+    return [ev for ev in ctx.with_trait(trait)
+            if any(s.source == ev.source and s.task == ev.task and 0 < ev.line_no - s.line_no <= span
+                   for s in heads)]
 
 
-def open_save(events: list[Event], crash: Event, order: Order) -> Event | None:
-    """The checkpoint-start marker whose save was still running when `crash` happened."""
-    latest: Event | None = None
-    for m in events:
-        if m.family not in ("checkpoint_start", "checkpoint_end"):
-            continue
-        before = order.precedes(m, crash)
-        # A save that starts too close to the crash for the clocks to order still counts as open.
-        opened = before or (before is None and m.family == "checkpoint_start" and m.source != crash.source)
-        if opened and (latest is None or order.precedes(latest, m) is not False):
-            latest = m
-    return latest if latest is not None and latest.family == "checkpoint_start" else None
+class Consequences:
+    """Which crash events sit in NCCL teardown."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.teardown_lines = {(e.source, e.line_no) for e in ctx.with_trait("teardown")}
+        self.first_failure: dict[int, Event] = {}
+        for ev in ctx.with_trait("nccl_failure"):
+            if ev.rank is not None:
+                self.first_failure.setdefault(ev.rank, ev)
+
+    def __call__(self, crash: Event) -> bool:
+        if (crash.source, crash.line_no) in self.teardown_lines or following(self.ctx, [crash], "teardown"):
+            return True
+        rank = crash.rank if crash.rank is not None else self.ctx.ranks.rank_of_pid(crash.node, crash.fields.get("pid"))
+        failure = self.first_failure.get(rank) if rank is not None else None
+        return failure is not None and self.ctx.order.precedes(failure, crash) is True
 
 
-def collect_crash(fault: Event, events: list[Event], order: Order, ranks: RankMap, ordering: Ordering) -> Crash:
-    merge = timedelta(seconds=ordering.crash_merge_s)
+def collect_crash(ctx: Context, fault: Event) -> Crash:
     rank, node = fault.rank, fault.node
 
     def same_crash(e: Event) -> bool:
-        if e.family != "segfault":
+        if not ctx.has(e, "crash"):
             return False
         if rank is not None and e.rank is not None:
             return e.rank == rank
         if node and e.node and e.node != node:
             return False
-        return order.near(e, fault, merge) and (node is None or e.node == node or e.source == fault.source)
+        return ctx.order.near(e, fault, ctx.merge_span) and (
+            node is None or e.node == node or e.source == fault.source)
 
-    sightings = [e for e in events if e is fault or same_crash(e)]
-    # Fill rank and node from whichever sighting names them (dump, launcher line, kernel line).
-    rank = next((e.rank for e in sightings if e.rank is not None), None)
-    node = next((e.node for e in sightings if e.node), None) or ranks.node_of(rank)
-    frames = following(events, sightings, "checkpoint_frame", ordering.frame_lines)
-    if rank is None:  # torchrun's failure summary names the global rank a few lines later
-        rank = next((e.rank for e in following(events, sightings, "torchrun_rank", ordering.frame_lines)), None)
-    save_start = next((s for e in sightings if (s := open_save(events, e, order))), None)
-    return Crash(sightings, frames, save_start, rank, node)
+    sightings = [e for e in ctx.events if e is fault or same_crash(e)]
+    entry = _summary_entry(ctx, sightings)
+    if entry is not None:  # torchrun's summary is the authority on the global rank and its host (§8.13)
+        rank, node = entry.rank, entry.host or node
+    else:
+        rank = next((e.rank for e in sightings if e.rank is not None), None)
+        if rank is None:
+            rank = next((r for e in sightings if (r := ctx.ranks.rank_of_pid(e.node, e.fields.get("pid")))
+                         is not None), None)
+        node = next((e.node for e in sightings if e.node), None) or ctx.ranks.node_of(rank)
+    frames = following(ctx, sightings, "checkpoint_frame")
+    save_start = next((s for e in sightings if (s := open_save(ctx, e))), None)
+    child = None
+    if any(ctx.has(e, "dataloader_worker") for e in sightings):
+        child = "dataloader_worker"
+    elif any(ctx.has(f, "forked_writer") for f in frames):
+        child = "forked_writer"
+    return Crash(sightings, frames, save_start, rank, node, child)
+
+
+def _summary_entry(ctx: Context, sightings: list[Event]) -> TorchrunEntry | None:
+    """The torchrun summary entry of this crash: by pid, by the agent's stream and local rank, or the only one."""
+    crashed = [e for e in ctx.ranks.entries if e.crashed]
+    pids = {int(p) for s in sightings for k in ("pid", "spid") if (p := s.fields.get(k, "")).isdigit()}
+    for entry in crashed:
+        if entry.pid in pids:
+            return entry
+    for entry in crashed:
+        for s in sightings:
+            local = s.local_rank if s.local_rank is not None else s.field_int("local_rank")
+            if s.source == entry.source and s.task == entry.task and local is not None and local == entry.local_rank:
+                return entry
+    nodes = {s.node for s in sightings if s.node}
+    fitting = [e for e in crashed if not nodes or e.host in nodes]
+    return fitting[0] if len(fitting) == 1 else None

@@ -1,47 +1,142 @@
-"""Which rank ran on which node, and which ranks stayed silent when the others timed out."""
+"""One rank<->node map per job, from every source that names both (log-signatures §8.13).
+
+Sources: srun task ids (a task is a rank unless torchrun runs under srun, one agent task per
+node) and `srun: error: NODE: task(s) N` lines; `[rankN]:` prefixes (global ranks); torchrun
+failure summaries (rank, local_rank, host, exit code, pid); NCCL `host:pid` lines; the world
+size. `[Rank N]` inside watchdog messages is a process-group rank and is never read as global.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-from slurm_hooks.bundle import JobInfo
-from slurm_hooks.timeline.events import Event, Timeline
+from slurm_hooks.rules import RulePack
+from slurm_hooks.timeline.events import Event
+
+CRASH_CODES = {-11: "SIGSEGV", -7: "SIGBUS", -4: "SIGILL", -8: "SIGFPE"}  # -6/-9/-15 are teardown
+_ENTRY_SPAN = 8  # lines of one torchrun summary entry
+
+
+@dataclass
+class TorchrunEntry:
+    """One worker in torchrun's failure summary."""
+
+    source: str
+    task: int | None
+    first_line: int
+    host: str | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    code: int | None = None
+    pid: int | None = None
+
+    @property
+    def crashed(self) -> bool:
+        return self.code in CRASH_CODES
 
 
 @dataclass
 class RankMap:
-    world: int
-    task_nodes: dict[int, str]
-    tasks_are_ranks: bool
-    nodes: tuple[str, ...]
+    nodes: tuple[str, ...]  # the job's nodes, in Slurm's order
+    torchrun: bool  # srun tasks are torchrun agents (one per node), not ranks
+    task_nodes: dict[int, str] = field(default_factory=dict)
+    rank_nodes: dict[int, str] = field(default_factory=dict)
+    pid_ranks: dict[tuple[str, int], int] = field(default_factory=dict)
+    entries: list[TorchrunEntry] = field(default_factory=list)
+    world: int = 0
 
     def node_of(self, rank: int | None) -> str | None:
         if rank is None:
             return None
-        if self.tasks_are_ranks and (node := self.task_nodes.get(rank)):
+        if node := self.rank_nodes.get(rank):
             return node
+        if len(self.nodes) == 1:
+            return self.nodes[0]
         nodes, world = self.nodes, self.world
         if nodes and world and world % len(nodes) == 0 and rank < world:
             return nodes[rank // (world // len(nodes))]  # srun's default block distribution
         return None
 
-    def silent(self, symptoms: list[Event]) -> tuple[str | None, int | None, dict[str, Any]]:
-        """The node of the ranks that never reported the timeout, if they sit on one (§8.8)."""
-        reporters = {e.rank for e in symptoms if e.family == "nccl_timeout" and e.rank is not None}
-        silent = sorted(set(range(self.world)) - reporters) if reporters else []
-        details: dict[str, Any] = {"world_size": self.world, "reporting_ranks": len(reporters),
-                                   "silent_ranks": silent}
-        if not silent or len(silent) == self.world:
-            return None, None, details
-        nodes = {self.node_of(r) for r in silent}
-        if len(nodes) != 1 or None in nodes:
-            return None, None, details
-        return nodes.pop(), silent[0] if len(silent) == 1 else None, details
+    def rank_of_pid(self, node: str | None, pid: str | None) -> int | None:
+        if not node or not pid or not pid.isdigit():
+            return None
+        return self.pid_ranks.get((node, int(pid)))
 
 
-def rank_map(timeline: Timeline, job: JobInfo) -> RankMap:
-    seen = {e.rank for e in timeline.events if e.rank is not None}
-    world = timeline.world_size or (max(seen) + 1 if seen else 0)
-    return RankMap(world=world, task_nodes=timeline.task_nodes, tasks_are_ranks=timeline.tasks_are_ranks,
-                   nodes=job.nodes)
+def expand_tasks(spec: str, limit: int = 100_000) -> list[int]:
+    """srun's compressed task lists: `8,10-11` -> [8, 10, 11]."""
+    out: list[int] = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            continue
+        first, last = int(lo), int(hi or lo)
+        out.extend(range(first, min(last, first + limit) + 1))
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack) -> RankMap:
+    """The map, and every event's `node` and global `rank` filled in from it where the line left them open."""
+    torchrun = any(e.local_rank is not None or "local_rank" in e.fields for e in events)
+    ranks = RankMap(nodes=nodes, torchrun=torchrun)
+    logs = [e for e in events if e.source.startswith("logs/")]
+    for ev in logs:  # srun: task -> node
+        if ev.node and "tasks" in ev.fields:
+            for task in expand_tasks(ev.fields["tasks"]):
+                ranks.task_nodes.setdefault(task, ev.node)
+        elif ev.node and ev.task is not None:
+            ranks.task_nodes.setdefault(ev.task, ev.node)
+    for ev in logs:
+        if ev.node is None and ev.task is not None:
+            ev.node = ranks.task_nodes.get(ev.task)
+        if ev.rank is None and not torchrun:
+            tasks = expand_tasks(ev.fields["tasks"], limit=2) if "tasks" in ev.fields else []
+            ev.rank = tasks[0] if len(tasks) == 1 else ev.task
+    ranks.entries = _torchrun_entries([e for e in logs if pack.has(e.family, "torchrun_entry")])
+    for entry in ranks.entries:  # the summary is the authority on where a rank ran
+        if entry.rank is not None and entry.host:
+            ranks.rank_nodes[entry.rank] = entry.host
+            if entry.pid is not None:
+                ranks.pid_ranks[(entry.host, entry.pid)] = entry.rank
+    if not torchrun:
+        for task, node in ranks.task_nodes.items():
+            ranks.rank_nodes.setdefault(task, node)
+    for ev in logs:
+        if ev.rank is not None and ev.node:
+            ranks.rank_nodes.setdefault(ev.rank, ev.node)
+            if (pid := ev.field_int("pid")) is not None:
+                ranks.pid_ranks.setdefault((ev.node, pid), ev.rank)
+    worlds = [w for e in logs if pack.has(e.family, "world_size") and (w := e.field_int("world"))]
+    seen = [e.rank for e in events if e.rank is not None] + list(ranks.rank_nodes)
+    ranks.world = max(worlds) if worlds else (max(seen) + 1 if seen else 0)
+    for ev in logs:
+        if ev.node is None and ev.rank is not None:
+            ev.node = ranks.node_of(ev.rank)
+    return ranks
+
+
+def _torchrun_entries(lines: list[Event]) -> list[TorchrunEntry]:
+    """Group the `host`/`rank`/`exitcode` lines of each summary entry (one task's stream, a few lines apart)."""
+    entries: list[TorchrunEntry] = []
+    current: dict[tuple[str, int | None], TorchrunEntry] = {}
+    for ev in sorted(lines, key=lambda e: (e.source, e.line_no)):
+        key = (ev.source, ev.task)
+        entry = current.get(key)
+        host, code = ev.fields.get("host"), ev.field_int("code")
+        if entry is None or _starts_new(entry, ev, host, code):
+            entry = current[key] = TorchrunEntry(ev.source, ev.task, ev.line_no)
+            entries.append(entry)
+        entry.host = host or entry.host
+        entry.rank = ev.field_int("rank") if "rank" in ev.fields else entry.rank
+        entry.local_rank = ev.field_int("local_rank") if "local_rank" in ev.fields else entry.local_rank
+        if code is not None:
+            entry.code, entry.pid = code, ev.field_int("pid")
+    return entries
+
+
+def _starts_new(entry: TorchrunEntry, ev: Event, host: str | None, code: int | None) -> bool:
+    """A line too far from the entry, or one that would overwrite a value it already has."""
+    return (ev.line_no - entry.first_line > _ENTRY_SPAN or bool(host and entry.host)
+            or ("rank" in ev.fields and entry.rank is not None) or (code is not None and entry.code is not None))

@@ -6,12 +6,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from slurm_hooks.rules import LABELS
 from slurm_hooks.timeline.events import Event
 
-LABELS = (
-    "cdmm_checkpoint_segfault", "checkpoint_segfault", "app_segfault", "nccl_timeout", "fabric_error",
-    "gpu_xid", "oom_killed", "time_limit", "preempted", "cancelled", "node_fail", "success", "unknown",
-)
+__all__ = ["LABELS", "Diagnosis", "event_record", "fault_record", "iso"]
 
 
 @dataclass

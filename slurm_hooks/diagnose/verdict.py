@@ -1,22 +1,15 @@
-"""Verdicts: label, root node, root rank and the events behind them; no prose (see wording.py)."""
+"""Verdicts: label, root node, root rank and the events behind them; no prose (that is wording.py's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from slurm_hooks.bundle import JobInfo
+from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Crash
-from slurm_hooks.diagnose.order import Order
-from slurm_hooks.diagnose.ranks import RankMap
-from slurm_hooks.diagnose.roles import Roles
-from slurm_hooks.rules import Ordering
 from slurm_hooks.timeline.events import Event
 
-_FAMILY_LABEL = {"xid": "gpu_xid", "oom": "oom_killed", "fabric": "fabric_error", "time_limit": "time_limit",
-                 "preempted": "preempted", "cancelled": "cancelled", "node_fail": "node_fail",
-                 "nccl_timeout": "nccl_timeout", "nccl_error": "fabric_error"}
 _STATE_LABEL = {"TIMEOUT": "time_limit", "CANCELLED": "cancelled", "PREEMPTED": "preempted",
                 "REQUEUED": "preempted", "NODE_FAIL": "node_fail", "OUT_OF_MEMORY": "oom_killed"}
 
@@ -27,6 +20,7 @@ class Seen:
 
     first: Event
     ranks: int
+    says: str  # "hit the NCCL watchdog timeout"
 
 
 @dataclass
@@ -42,57 +36,85 @@ class Verdict:
     crash: Crash | None = None
 
 
-def seen(first: Event | None, events: list[Event]) -> Seen | None:
+def seen(ctx: Context, first: Event | None) -> Seen | None:
     if first is None:
         return None
-    return Seen(first, len({e.rank for e in events if e.family == first.family and e.rank is not None}))
+    family = ctx.pack.families.get(first.family)
+    says = family.says if family and family.says else f"logged {first.family.replace('_', ' ')} lines"
+    return Seen(first, len({e.rank for e in ctx.events if e.family == first.family and e.rank is not None}), says)
 
 
-def crash_verdict(fault: Event, crash: Crash, cdmm: str | None, after: Seen | None) -> Verdict:
-    if crash.save_start is None and not crash.frames:
+def crash_verdict(fault: Event, crash: Crash, cdmm: str, after: Seen | None) -> Verdict:
+    if not crash.in_checkpoint:
         label = "app_segfault"
-    else:
+    else:  # CDMM is read from the crashed node's own facts only (§8.15)
         label = "cdmm_checkpoint_segfault" if cdmm == "on" else "checkpoint_segfault"
-    evidence = [*crash.sightings, *crash.frames[:8]]
-    if crash.save_start:
-        evidence.append(crash.save_start)
-    if after:
-        evidence.append(after.first)
-    details = {"in_save_window": crash.save_start is not None,
-               "crash_frames": sorted({f.fields.get("func", "") for f in crash.frames})}
+    evidence = [*crash.sightings, *crash.frames[:8], *([crash.save_start] if crash.save_start else []),
+                *([after.first] if after else [])]
+    details: dict[str, Any] = {"in_save_window": crash.save_start is not None,
+                               "crash_frames": sorted({f.fields.get("func", "") for f in crash.frames} - {""})}
+    if crash.child:
+        details["crashed_process"] = crash.child
     return Verdict("crash", label, fault, crash.node, crash.rank, evidence, details, after, crash)
 
 
-def hardware_verdict(fault: Event, events: list[Event], roles: Roles, order: Order, ordering: Ordering,
-                     after: Seen | None) -> Verdict:
+def hardware_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict:
     """A fatal Xid, a link failure, an OOM kill or Slurm ending the job, with its other sightings."""
-    label = _FAMILY_LABEL.get(fault.family, "unknown")
-    merge = timedelta(seconds=ordering.crash_merge_s)
-    related = [e for e in events if e is not fault and e.family == fault.family and roles.is_primary(e)
-               and order.near(e, fault, merge)]
+    related = [e for e in ctx.events if e is not fault and e.family == fault.family and ctx.is_primary(e)
+               and ctx.order.near(e, fault, ctx.merge_span)]
     sightings = [fault, *related]
     # A line that names its node itself outranks one placed on a node by its srun task.
     node = next((e.node for e in sightings if "node" in e.fields), None) or next(
         (e.node for e in sightings if e.node), None)
-    details: dict[str, Any] = {"xid": fault.field_int("xid")} if fault.family == "xid" else {}
-    # A link or a GPU is not a rank; an OOM kill or a crash is.
-    rank = None if label in ("fabric_error", "gpu_xid") else next(
-        (e.rank for e in sightings if e.rank is not None), None)
-    evidence = [*sightings[:6], *([after.first] if after else [])]
-    return Verdict("primary", label, fault, node, rank, evidence, details, after)
+    details: dict[str, Any] = {}
+    evidence = [*sightings[:6]]
+    if ctx.has(fault, "xid"):
+        details["xid"] = fault.field_int("xid")
+        user = _gpu_user(ctx, fault, node)
+        rank = user.rank if user else ctx.ranks.rank_of_pid(node, fault.fields.get("pid"))
+        evidence += [user] if user else []
+    elif ctx.has(fault, "link"):
+        rank = None  # a link is not a rank
+    else:
+        rank = next((e.rank for e in sightings if e.rank is not None), None)
+    evidence += [after.first] if after else []
+    return Verdict("primary", ctx.label_of(fault), fault, node, rank, evidence, details, after)
 
 
-def symptom_verdict(first: Seen, symptoms: list[Event], ranks: RankMap, stalls: list[Event]) -> Verdict:
+def _gpu_user(ctx: Context, xid: Event, node: str | None) -> Event | None:
+    """The CUDA error of the rank on the failing GPU: on the Xid's node, right after it (§8.16)."""
+    for ev in ctx.with_trait("gpu_error"):
+        if ev.rank is not None and ev.node == node and ctx.order.precedes(ev, xid) is not True \
+                and ctx.order.near(ev, xid, ctx.merge_span):
+            return ev
+    return None
+
+
+def silent_ranks(ctx: Context, symptoms: list[Event]) -> tuple[str | None, int | None, dict[str, Any]]:
+    """The node of the ranks that never reported the watchdog timeout, if they sit on one (§8.8)."""
+    reporters = {e.rank for e in symptoms if ctx.has(e, "watchdog") and e.rank is not None}
+    world = ctx.ranks.world
+    silent = sorted(set(range(world)) - reporters) if reporters else []
+    details: dict[str, Any] = {"world_size": world, "reporting_ranks": len(reporters), "silent_ranks": silent}
+    if not silent or len(silent) == world:
+        return None, None, details
+    nodes = {ctx.ranks.node_of(r) for r in silent}
+    if len(nodes) != 1 or None in nodes:
+        return None, None, details
+    return nodes.pop(), silent[0] if len(silent) == 1 else None, details
+
+
+def symptom_verdict(ctx: Context, first: Seen, symptoms: list[Event]) -> Verdict:
     """Nothing primary came first: the first symptom decides (§8.2, §8.8)."""
     ev = first.first
-    label = "unknown" if ev.family == "xid" else _FAMILY_LABEL.get(ev.family, "unknown")
+    label = "unknown" if ctx.has(ev, "xid") else ctx.label_of(ev)
     node = rank = None
     details: dict[str, Any] = {}
     if label == "nccl_timeout":
-        node, rank, details = ranks.silent(symptoms)
+        node, rank, details = silent_ranks(ctx, symptoms)
     evidence = [ev, *symptoms[1:4]]
     if node:
-        evidence += [e for e in stalls if e.node == node][:5]
+        evidence += [e for e in ctx.with_trait("stall") if e.node == node][:5]
     return Verdict("symptom", label, ev, node, rank, evidence, details, first)
 
 

@@ -12,77 +12,18 @@ from typing import Any
 import yaml
 
 from slurm_hooks.rules.advice import template_errors
+from slurm_hooks.rules.families import LABELS, AdviceLine, Family, VocabularyError, check_declared, parse_advice
+from slurm_hooks.rules.families import parse_families, parse_progress
+from slurm_hooks.rules.model import ORDERING_MAX, Ordering, Rule, RulePack, RulePackError, XidPolicy
 from slurm_hooks.rules.pattern import LinearPattern, PatternError, compile_linear
+
+__all__ = ["LABELS", "ORDERING_MAX", "AdviceLine", "Family", "Ordering", "Rule", "RulePack", "RulePackError",
+           "XidPolicy", "load_rule_pack"]
 
 ROLES = ("primary", "symptom", "marker", "frame", "context")
 SOURCES = ("log", "kernel", "any")
 MAX_RULE_FILE = 4 << 20  # bytes; a rule file is a page of YAML
 MAX_KEYWORDS = 5000  # distinct keywords in a pack: past ~20,000 no linear-time prefilter stays fast
-
-
-class RulePackError(ValueError):
-    """A rule file is unreadable or invalid; the message names the file and the key."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    family: str
-    role: str
-    source: str
-    keywords: tuple[str, ...]
-    regex: LinearPattern
-    fields: dict[str, str] = field(default_factory=dict)
-    priority: int = 0
-    unless: LinearPattern | None = None  # a line this also matches is not this rule (RE2 has no `(?!...)`)
-
-    def applies_to(self, source_kind: str) -> bool:
-        return self.source in ("any", source_kind)
-
-    def search(self, body: str) -> dict[str, str] | None:
-        """The event fields when `body` matches, else None."""
-        m = self.regex.search(body)
-        if m is None or (self.unless is not None and self.unless.search(body)):
-            return None
-        return {**self.fields, **{k: v for k, v in m.groupdict().items() if v is not None}}
-
-
-@dataclass(frozen=True)
-class XidPolicy:
-    fatal: frozenset[int]
-    fatal_at_or_above: int
-
-    def is_fatal(self, xid: int, known: frozenset[int]) -> bool:
-        return xid in self.fatal or (xid not in known and xid >= self.fatal_at_or_above)
-
-
-@dataclass(frozen=True)
-class Ordering:
-    simultaneous_s: float = 2.0
-    window_margin_s: float = 120.0
-    crash_merge_s: float = 60.0
-    frame_lines: int = 200
-
-
-ORDERING_MAX = 7 * 86400  # seconds or lines; beyond a week no ordering value means anything
-
-
-@dataclass(frozen=True)
-class RulePack:
-    rules: tuple[Rule, ...]
-    ordering: Ordering
-    xid: XidPolicy
-    xid_known: frozenset[int]
-    advice: dict[str, tuple[str, ...]]
-    sources: tuple[str, ...]
-    skipped: tuple[str, ...] = ()  # operator rule files left out, and why
-
-    def keywords(self, source_kind: str) -> list[str]:
-        seen: dict[str, None] = {}
-        for rule in self.rules:
-            if rule.applies_to(source_kind):
-                seen.update(dict.fromkeys(rule.keywords))
-        return list(seen)
 
 
 def _require(doc: dict[str, Any], key: str, kind: type, where: str) -> Any:
@@ -172,7 +113,9 @@ class _Merged:
     rules: dict[str, Rule | None] = field(default_factory=dict)
     ordering: dict[str, Any] = field(default_factory=dict)
     xid: dict[str, Any] = field(default_factory=dict)
-    advice: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    advice: dict[str, tuple[AdviceLine, ...]] = field(default_factory=dict)
+    families: dict[str, Family] = field(default_factory=dict)
+    progress: tuple[LinearPattern, ...] = ()
 
 
 def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
@@ -184,15 +127,13 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
     for i, raw in enumerate(rules):
         rule = _parse_rule(raw, f"{where}: rules[{i}]")  # raises unless raw is a mapping with a name
         parsed[raw["name"]] = rule
-    advice = doc.get("advice") or {}
-    if not isinstance(advice, dict):
-        raise RulePackError(f"{where}: key 'advice' must be a mapping of label to a list of lines")
-    for label, lines in advice.items():
-        if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
-            raise RulePackError(f"{where}: key 'advice.{label}' must be a list of strings")
-        for i, line in enumerate(lines):
-            if problems := template_errors(line):
-                raise RulePackError(f"{where}: key 'advice.{label}[{i}]': {problems[0]}")
+    try:
+        families = {**merged.families, **parse_families(doc, where)}
+        advice = parse_advice(doc, where, template_errors)
+        progress = parse_progress(doc, where, compile_linear)
+        check_declared({name: rule.family for name, rule in parsed.items() if rule}, families, where)
+    except (VocabularyError, PatternError) as exc:
+        raise RulePackError(str(exc)) from None
     ordering = {**merged.ordering, **(_require(doc, "ordering", dict, where) if "ordering" in doc else {})}
     xid = {**merged.xid, **(_require(doc, "xid", dict, where) if "xid" in doc else {})}
     try:
@@ -206,7 +147,9 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
                             f"more than {MAX_KEYWORDS}")
     merged.rules.update(parsed)
     merged.ordering, merged.xid = ordering, xid
-    merged.advice.update({str(k): tuple(v) for k, v in advice.items()})
+    merged.advice.update(advice)
+    merged.families = families
+    merged.progress = merged.progress if progress is None else progress
 
 
 def _xid(doc: dict[str, Any]) -> tuple[XidPolicy, frozenset[int]]:
@@ -260,4 +203,6 @@ def load_rule_pack(extra_files: Iterable[str | Path] = (), strict: bool = False)
         advice=merged.advice,
         sources=tuple(sources),
         skipped=tuple(skipped),
+        families=merged.families,
+        progress=merged.progress,
     )

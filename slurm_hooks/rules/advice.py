@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-PLACEHOLDERS = ("node", "rank", "driver", "cuda_driver", "cdmm", "ncore", "gpu_model", "xid", "state")
-MAX_VALUE = 64  # characters of one filled-in value (facts come from files a job may have touched)
+PLACEHOLDERS = ("node", "rank", "who", "driver", "cuda_driver", "cdmm", "ncore", "gpu_model", "versions", "xid",
+                "state")
+MAX_VALUE = 160  # characters of one filled-in value (facts come from files a job may have touched; {versions} joins 5)
 _TOKEN = re.compile(r"\{([^{}]*)\}")  # no nesting, one pass: linear in the template
 
 
@@ -18,6 +19,10 @@ def template_errors(line: str) -> list[str]:
     """What is wrong with one advice line: placeholders that are not plain known names."""
     return [f"unknown placeholder {{{name}}} (known: {', '.join(PLACEHOLDERS)})"
             for name in _TOKEN.findall(line) if name not in PLACEHOLDERS]
+
+
+def placeholders(line: str) -> set[str]:
+    return set(_TOKEN.findall(line))
 
 
 def fill(line: str, values: Mapping[str, object]) -> str:

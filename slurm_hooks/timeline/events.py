@@ -31,6 +31,7 @@ class Event:
     time: datetime | None  # UTC, from the line itself
     fields: dict[str, str] = field(default_factory=dict)
     local_rank: int | None = None  # torchrun [defaultN]
+    offset: int = 0  # byte offset of the line in its file
     lo: datetime | None = None  # untimed lines: the neighbours' stamps
     hi: datetime | None = None
 
@@ -61,25 +62,10 @@ class Event:
 
 @dataclass
 class Timeline:
+    """Every event of a job in time order; which rank and node each belongs to is the classifier's to say."""
+
     events: list[Event]
-    task_nodes: dict[int, str]  # srun task id -> node
-    world_size: int | None
     notes: list[str]
-    tasks_are_ranks: bool = True  # False under torchrun: srun then runs one agent task per node
-
-
-def expand_tasks(spec: str, limit: int = 100_000) -> list[int]:
-    """srun's compressed task lists: `8,10-11` -> [8, 10, 11]."""
-    out: list[int] = []
-    for part in spec.split(","):
-        lo, _, hi = part.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
-            continue
-        first, last = int(lo), int(hi or lo)
-        out.extend(range(first, min(last, first + limit) + 1))
-        if len(out) >= limit:
-            break
-    return out
 
 
 def _int(value: str | None) -> int | None:
@@ -106,7 +92,7 @@ def _scan_log(file: BundleFile, pack: RulePack, scanner: Scanner, ctx: ClockCont
         for rule, fields in matches:
             rank = _int(fields.get("rank"))
             events.append(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
-                                task=pre.task, local_rank=pre.local_rank,
+                                task=pre.task, local_rank=pre.local_rank, offset=hit.offset,
                                 rank=rank if rank is not None else pre.rank,
                                 node=fields.get("node") or fields.get("host"), time=stamp, fields=fields))
             hits[hit.line_no] = hit
@@ -203,7 +189,8 @@ def _scan_kernel(node: str, file: BundleFile, pack: RulePack, scanner: Scanner, 
             continue
         for rule, fields in matches:
             events.append(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
-                                task=None, rank=None, node=node, time=stamp, fields=fields))
+                                task=None, rank=None, node=node, time=stamp, fields=fields,
+                                offset=hit.offset))
     notes += [f"{source}: {n}" for n in said] + family_cap.notes(source)
     if untimed:
         notes.append(f"{source}: {untimed} matching lines without a usable time (no boot_time for raw dmesg?)")
@@ -213,24 +200,10 @@ def _scan_kernel(node: str, file: BundleFile, pack: RulePack, scanner: Scanner, 
 
 
 def _node_context(bundle: Bundle, node: str, base: ClockContext) -> ClockContext:
-    facts = bundle.facts.get(node, {})
-    zone = zone_named(facts.get("timezone"), f"nodes/{node}.json: timezone", bundle.skipped)
+    facts = bundle.facts.get(node)
+    zone = zone_named(facts and facts.timezone, f"nodes/{node}.json: timezone", bundle.skipped)
     return ClockContext(reference=base.reference, log_zone=base.log_zone, slurm_zone=base.slurm_zone,
-                        node_zone=zone, boot_time=parse_iso(facts.get("boot_time")))
-
-
-def _task_nodes(events: list[Event]) -> dict[int, str]:
-    """srun task -> node, from `srun: error: NODE: tasks 8,10-11: …` and labelled `host:pid:tid` lines."""
-    mapping: dict[int, str] = {}
-    for ev in events:
-        if not ev.node or not ev.source.startswith("logs/"):
-            continue
-        if "tasks" in ev.fields:
-            for task in expand_tasks(ev.fields["tasks"]):
-                mapping.setdefault(task, ev.node)
-        elif ev.task is not None:
-            mapping.setdefault(ev.task, ev.node)
-    return mapping
+                        node_zone=zone, boot_time=parse_iso(facts and facts.boot_time))
 
 
 def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline:
@@ -249,18 +222,7 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline
     for node, file in sorted(bundle.kernels.items()):
         events += _scan_kernel(node, file, pack, scanner, _node_context(bundle, node, ctx), window, cap, notes)
 
-    task_nodes = _task_nodes(events)
-    # Under torchrun srun runs one agent per node, so a task id is a node index, not a rank.
-    tasks_are_ranks = not any(ev.local_rank is not None for ev in events)
-    for ev in events:
-        if ev.node is None and ev.task is not None:
-            ev.node = task_nodes.get(ev.task)
-        if ev.rank is None and tasks_are_ranks:
-            tasks = expand_tasks(ev.fields["tasks"], limit=2) if "tasks" in ev.fields else []
-            ev.rank = tasks[0] if len(tasks) == 1 else ev.task
-    worlds = [w for ev in events if ev.family == "world_size" and (w := ev.field_int("world"))]
     sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in events))}
     floor = datetime.min.replace(tzinfo=timezone.utc)
     events.sort(key=lambda e: (e.when or floor, sources[e.source], e.line_no))
-    return Timeline(events=events, task_nodes=task_nodes, world_size=max(worlds) if worlds else None, notes=notes,
-                    tasks_are_ranks=tasks_are_ranks)
+    return Timeline(events=events, notes=notes)

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 
 # srun --label (` 93: `), torchrun --tee (`[default3]:`), c10 (`[rank3]:`), outer to inner.
-# `[rank3]:` alone is c10's, not a torchrun role named `rank`. Runs are bounded: `\w*?` then `\d+`
-# backtracked quadratically over `[a000…` in Python's `re`.
+# `[rank3]:` alone is c10's, not a torchrun role named `rank`: a global rank (log-signatures §8.13).
+# Runs are bounded: `\w*?` then `\d+` backtracked quadratically over `[a000…` in Python's `re`.
 _PREFIX = re.compile(
     r"^(?:\s*(?P<task>\d{1,6}): ?)?(?:\[(?!rank\d)(?P<role>[A-Za-z_]\w{0,63}?)(?P<lrank>\d{1,9})\]:)?"
     r"(?:\[rank(?P<rank>\d{1,9})\]:)?"
