@@ -24,7 +24,7 @@ def to_text(d: Diagnosis, width: int = 100) -> str:
         out.append("root: " + ", ".join(p for p in root if p))
     if d.first_fault:
         ff = d.first_fault
-        at = f" at {ff['time']}" if ff.get("time") else ""
+        at = f" at {_time(ff)}" if ff.get("time") else ""
         kind = "Slurm's record of the job" if ff["source"] == "job.json" else ff["kind"]  # no log line says more
         out += ["", f"first fault: {kind}{at} ({ff['source']})",
                 f"  {ff['line'][:width]}"]
