@@ -12,8 +12,16 @@ from typing import Any
 import yaml
 
 from slurm_hooks.rules.advice import template_errors
-from slurm_hooks.rules.families import LABELS, AdviceLine, Family, VocabularyError, check_declared, parse_advice
-from slurm_hooks.rules.families import parse_families, parse_progress
+from slurm_hooks.rules.families import (
+    LABELS,
+    AdviceLine,
+    Family,
+    VocabularyError,
+    check_declared,
+    parse_advice,
+    parse_families,
+    parse_progress,
+)
 from slurm_hooks.rules.model import ORDERING_MAX, Ordering, Rule, RulePack, RulePackError, XidPolicy
 from slurm_hooks.rules.pattern import LinearPattern, PatternError, compile_linear
 
