@@ -17,12 +17,12 @@ from slurm_hooks.timeline.progress import progress_after
 def open_save(ctx: Context, crash: Event) -> Event | None:
     """The start marker of the save still running at `crash`, or None."""
     order = ctx.order
-    starts = [m for m in ctx.events if (ctx.has(m, "save_start") or ctx.has(m, "async_save"))
-              and order.precedes(m, crash) is not False]
+    markers = [m for m in ctx.events if ctx.has(m, "save_start") or ctx.has(m, "async_save") or ctx.has(m, "save_end")]
+    starts = [m for m in markers if not ctx.has(m, "save_end") and order.precedes(m, crash) is not False]
     if not starts:
         return None
     start = starts[-1]  # the timeline is in time order: the latest save that began before the crash
-    later = [m for m in ctx.events if m is not start and order.precedes(start, m) is not False]
+    later = [m for m in markers if m is not start and order.precedes(start, m) is not False]
     if any(ctx.has(m, "save_end") and order.precedes(m, crash) is not False for m in later):
         return None
     is_async = ctx.has(start, "async_save") or any(
