@@ -93,7 +93,12 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
     first = min(faults, key=lambda f: (_estimate(f) or _FLOOR, -max(e.rule.priority for e in f)))
     if death is not None and ctx.has(first[0], "link"):
         return death, []  # completion errors naming a peer that died are that death's consequence (§8.5)
-    return first[0], [f[0] for f in faults if f is not first]
+    return _best_sighting(first), [_best_sighting(f) for f in faults if f is not first]
+
+
+def _best_sighting(sightings: list[Event]) -> Event:
+    """The sighting that places a fault best: the earliest stamped line, else the first."""
+    return min((e for e in sightings if e.time), key=lambda e: e.time or _FLOOR, default=sightings[0])
 
 
 def _faults(ctx: Context, events: list[Event]) -> list[list[Event]]:
@@ -112,7 +117,7 @@ def _same_fault(ctx: Context, a: Event, b: Event) -> bool:
     """Two sightings of one fault: the same kind, close in time, on the same rank (or node when a rank is unknown)."""
     if ctx.has(a, "crash") != ctx.has(b, "crash") or (not ctx.has(a, "crash") and a.family != b.family):
         return False
-    if ctx.order.precedes(a, b) is not None and not ctx.order.near(a, b, ctx.merge_span):
+    if not ctx.order.coincide(a, b, ctx.merge_span):
         return False
     if a.rank is not None and b.rank is not None:
         return a.rank == b.rank
@@ -178,6 +183,9 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
     unique = {id(e): e for e in v.evidence}.values()
     ordered = sorted(unique, key=lambda e: (e.when or _FLOOR, e.source, e.line_no))
     first_fault = fault_record(v.fault) if v.fault is not None else None
+    if first_fault is not None and v.basis in ("crash", "primary"):  # the line may not name them; its fault does
+        first_fault["node"] = first_fault["node"] or v.node
+        first_fault["rank"] = v.rank if first_fault["rank"] is None else first_fault["rank"]
     if v.basis == "state":  # Slurm's own record is the first (and only) fault we know of
         first_fault = {"time": iso(job.end), "kind": v.label, "node": None, "rank": None, "source": "job.json",
                        "line": f"state={job.state} exit_code={job.exit_code} derived_exit_code={job.derived_exit_code}"}

@@ -69,7 +69,7 @@ def collect_crash(ctx: Context, fault: Event) -> Crash:
             return e.rank == rank
         if node and e.node and e.node != node:
             return False
-        return ctx.order.near(e, fault, ctx.merge_span) and (
+        return ctx.order.coincide(e, fault, ctx.merge_span) and (
             node is None or e.node == node or e.source == fault.source)
 
     sightings = [e for e in ctx.events if e is fault or same_crash(e)]

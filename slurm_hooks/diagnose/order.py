@@ -18,6 +18,10 @@ class Order:
             return abs(a.when - b.when) <= span
         return a.source == b.source
 
+    def coincide(self, a: Event, b: Event, span: timedelta) -> bool:
+        """Within `span`, or too close (or too vaguely placed) for the clocks to order."""
+        return self.precedes(a, b) is None or self.near(a, b, span)
+
     def precedes(self, a: Event, b: Event) -> bool | None:
         """True/False when the order is known; None when the clocks cannot separate them."""
         if a.source == b.source:  # one file: position is the order (srun forwards per-task streams in order)

@@ -61,8 +61,8 @@ def _primary(v: Verdict, node: str | None) -> str:
     at = f" at {iso(fault.when)}" if fault.when else ""
     on = f" on {node}" if node else ""
     if v.label == "gpu_xid":
-        msg = fault.fields.get("msg", "").strip()
-        text = f"GPU Xid {v.details['xid']}" + (f" ({msg[:80]})" if msg else "") + on + at
+        msg = _clip(fault.fields.get("msg", "").strip().rstrip("."), 100)
+        text = f"GPU Xid {v.details['xid']}" + (f" ({msg})" if msg else "") + on + at
         if v.rank is not None:
             text += f"; rank {v.rank} was using that GPU"
     elif v.label == "fabric_error":
@@ -104,6 +104,11 @@ def _state(label: str, job: JobInfo) -> str:
         ended = f"The job ended {job.state}" if job.state else "The job failed"
         return ended + (f" ({codes})" if codes else "") + "; no known failure signature was found"
     return f"Slurm ended the job ({job.state}) with nothing earlier in the logs"
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word."""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
 
 
 def _afterwards(s: Seen | None) -> str:
