@@ -7,6 +7,7 @@ ncclCommAbort) or one that follows an NCCL/IB error on its rank is not a cause (
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.ranks import TorchrunEntry
@@ -46,17 +47,23 @@ class Consequences:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.teardown_lines = {(e.source, e.line_no) for e in ctx.with_trait("teardown")}
-        self.first_failure: dict[int, Event] = {}
+        self.failures: dict[int, list[Event]] = {}
         for ev in ctx.with_trait("nccl_failure"):
             if ev.rank is not None:
-                self.first_failure.setdefault(ev.rank, ev)
+                self.failures.setdefault(ev.rank, []).append(ev)
 
     def __call__(self, crash: Event) -> bool:
         if (crash.source, crash.line_no) in self.teardown_lines or following(self.ctx, [crash], "teardown"):
             return True
         rank = crash.rank if crash.rank is not None else self.ctx.ranks.rank_of_pid(crash.node, crash.fields.get("pid"))
-        failure = self.first_failure.get(rank) if rank is not None else None
-        return failure is not None and self.ctx.order.precedes(failure, crash) is True
+        failure = self.last_failure_before(rank, crash) if rank is not None else None
+        return failure is not None
+
+    def last_failure_before(self, rank: int, crash: Event) -> Event | None:
+        """The rank's NCCL/IB failure shortly before the crash (within the pack's teardown_s)."""
+        span = timedelta(seconds=self.ctx.pack.ordering.teardown_s)
+        return next((f for f in reversed(self.failures.get(rank, [])) if self.ctx.order.precedes(f, crash) is True
+                     and self.ctx.order.near(f, crash, span)), None)
 
 
 def collect_crash(ctx: Context, fault: Event) -> Crash:

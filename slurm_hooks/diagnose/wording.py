@@ -82,9 +82,8 @@ def _primary(v: Verdict, node: str | None) -> str:
 def _symptom(v: Verdict) -> str:
     assert v.after is not None
     if v.label != "nccl_timeout":
-        return f"{_seen(v.after).capitalize()} with no known cause before it"
-    text = f"{_seen(v.after)} with nothing earlier to explain it"
-    text = text[0].upper() + text[1:]
+        return _upper_first(f"{_seen(v.after)} with no known cause before it")
+    text = _upper_first(f"{_seen(v.after)} with nothing earlier to explain it")
     silent = v.details.get("silent_ranks") or []
     if v.node:
         return text + f"; the ranks that never reported it ({_ranks(silent)}) ran on {v.node}"
@@ -104,6 +103,10 @@ def _state(label: str, job: JobInfo) -> str:
         ended = f"The job ended {job.state}" if job.state else "The job failed"
         return ended + (f" ({codes})" if codes else "") + "; no known failure signature was found"
     return f"Slurm ended the job ({job.state}) with nothing earlier in the logs"
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _clip(text: str, limit: int) -> str:

@@ -50,6 +50,7 @@ class Ordering:
     window_margin_s: float = 120.0
     crash_merge_s: float = 60.0
     frame_lines: int = 200
+    teardown_s: float = 900.0
 
 
 ORDERING_MAX = 7 * 86400  # seconds or lines; beyond a week no ordering value means anything
