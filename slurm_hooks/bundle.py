@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from slurm_hooks.config import Limits
-from slurm_hooks.nofollow import open_at, opened_dir
 from slurm_hooks.nodefacts import NodeFacts
+from slurm_hooks.nofollow import open_at, opened_dir
 from slurm_hooks.times import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours

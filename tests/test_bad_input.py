@@ -154,7 +154,7 @@ def test_rule_keywords_with_nul_and_a_flood_of_keywords(tmp_path: Path) -> None:
     nul.write_text('rules: [ {name: nul, family: segfault, role: primary, source: log, keywords: ["dead\\0beef"], '
                    "pattern: 'dead.beef'} ]\n")
     many = tmp_path / "many.yaml"
-    many.write_text("rules: [ {name: many, family: f, role: context, keywords: [" +
+    many.write_text("rules: [ {name: many, family: task_host, role: context, keywords: [" +
                     ", ".join(f"kw{i}" for i in range(20_000)) + "], pattern: kw} ]\n")
     pack = load_rule_pack([nul, many])  # the hooks' way: nothing raises
     assert any("many.yaml" in s and "more than 5000" in s for s in pack.skipped)
