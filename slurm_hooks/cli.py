@@ -36,9 +36,8 @@ def _diagnose(args: argparse.Namespace) -> int:
     from slurm_hooks.render import to_text
     from slurm_hooks.rules import RulePackError, load_rule_pack
 
-    # The Epilog's rule files, then --rules; a broken config is an error unless its rules are skipped.
-    config = _config(strict=not args.no_site_rules)
-    site = () if args.no_site_rules else config.rule_files
+    config = _config(strict=not args.no_site_rules)  # broken: an error, unless its rules are skipped
+    site = () if args.no_site_rules else config.rule_files  # the Epilog's rule files, then --rules
     try:
         pack = load_rule_pack([*site, *args.rules], strict=True)
         with open_bundle(Path(args.bundle), config.limits) as bundle:
@@ -184,8 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the diagnosis as one JSON object")
     p.add_argument("--rules", action="append", default=[], metavar="FILE",
                    help="rule-pack YAML that adds or overrides rules, after the config's rule_files (repeatable)")
-    p.add_argument("--no-site-rules", action="store_true",
-                   help="skip the config's rule_files: the shipped pack plus --rules only")
+    p.add_argument("--no-site-rules", action="store_true", help="skip the config's rule_files (shipped + --rules)")
     p.set_defaults(func=_diagnose)
 
     p = sub.add_parser("facts", help="this node's GPU stack: driver, CUDA, CDMM, ncore, GPU model")
