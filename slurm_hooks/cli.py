@@ -171,7 +171,7 @@ def _install_hooks(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from slurm_hooks.report.views import VIEWS
+    from slurm_hooks.report.args import add_report_arguments
 
     parser = argparse.ArgumentParser(
         prog="slurm-hooks",
@@ -219,17 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_collect)
 
     p = sub.add_parser("report", help="audit: failures across jobs, nodes, drivers, CDMM and scale, from accounting")
-    p.add_argument("--since", default="7d", help="start: a duration before now (7d, 12h, 30m, 2w) or an ISO date/time")
-    p.add_argument("--until", default="now", help="end: the same forms (default now)")
-    p.add_argument("--format", choices=("text", "csv", "json", "html"), default="text")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout (html needs it)")
-    p.add_argument("--group-by", choices=VIEWS, help="one view only (text, csv; csv default: label)")
-    for key in ("partition", "user", "account", "label", "node"):
-        p.add_argument(f"--{key}", action="append", default=[], help=f"only jobs of this {key} (repeatable, a,b)")
-    p.add_argument("--details", type=int, nargs="?", const=50, default=0, metavar="N",
-                   help="add the spooled diagnosis (summary, first fault) of up to N failed jobs (default 50)")
-    p.add_argument("--input", metavar="FILE", help="rows saved from sacct (see README) instead of asking Slurm")
-    p.add_argument("--config", help="configuration file (default: $SLURM_HOOKS_CONFIG or /etc/...)")
+    add_report_arguments(p)
     p.set_defaults(func=_report)
 
     p = sub.add_parser("doctor", help="check this node's setup and say what to fix (exit 1: misconfigured)")
