@@ -115,8 +115,10 @@ def _decode(args: argparse.Namespace) -> int:
     if args.job:
         from slurm_hooks.slurm.client import SlurmCli, SlurmError
 
-        try:
-            texts = list(reversed(SlurmCli(10.0).accounting_comments(args.job)))  # AdminComment first
+        field = _config(strict=False).annotation.field
+        try:  # only the field we write to: a record in the user's own Comment may be their forgery
+            comment, admin = SlurmCli(10.0).accounting_comments(args.job)
+            texts = [admin if field == "admin_comment" else comment]
         except SlurmError as exc:
             print(f"slurm-hooks: {exc}", file=sys.stderr)
             return 2
@@ -210,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("decode", help="read a slurm-hooks/v1 record back into fields (JSON)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("text", nargs="?", help="an AdminComment or Comment value")
-    src.add_argument("--job", help="read the job's AdminComment/Comment from sacct")
+    src.add_argument("--job", help="read the job's record from sacct, from the field annotation.field names")
     p.set_defaults(func=_decode)
 
     p = sub.add_parser("collect", help="support bundle for a job from this node's spool")

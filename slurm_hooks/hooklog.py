@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from typing import Any, Protocol
@@ -33,8 +34,12 @@ def _append(path: str, line: str) -> None:
     try:
         if not path:
             raise OSError("no log file configured")
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        # A planted symlink or FIFO must not redirect or block a root hook's writes.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK,
+                     0o640)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{path} is not a regular file")
             os.write(fd, line.encode())
         finally:
             os.close(fd)

@@ -20,6 +20,7 @@ from slurm_hooks.job import JobContext
 from slurm_hooks.proc import run_bounded
 from slurm_hooks.slurm.client import JobRecord
 from slurm_hooks.spool import Spool
+from slurm_hooks.slurm.patterns import expand
 
 _READER = r"""
 import os, stat, sys
@@ -98,23 +99,10 @@ def log_paths(record: JobRecord, ctx: JobContext, node: str) -> list[str]:
 
 
 def expand_pattern(pattern: str, job_id: str, user: str, node: str) -> str | None:
-    """Slurm's filename pattern (`--output=out/%x-%j.out`) as the Epilog can expand it.
+    """Slurm's filename pattern (`--output=out/%x-%j.out`) as the Epilog can expand it, bounded.
 
     The node Epilog knows no job name (%x) and no array task (%a), so a pattern using them
-    cannot be expanded here (None); `scontrol show job`'s expanded StdOut is the first choice.
+    cannot be expanded here (None); slurmctld's view (the job record's StdOut) is the first choice.
     """
-    values = {"j": job_id, "J": job_id, "u": user, "N": node, "n": "0", "t": "0", "A": job_id, "%": "%"}
-    out, i = [], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "%" and i + 1 < len(pattern):
-            spec = re.match(r"%(\d*)([a-zA-Z%])", pattern[i:])
-            if not spec or spec.group(2) not in values:
-                return None
-            width = int(spec.group(1) or 0)
-            out.append(values[spec.group(2)].zfill(width))
-            i += len(spec.group(0))
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
+    return expand(pattern, {"j": job_id, "J": job_id, "u": user, "N": node, "n": "0", "t": "0", "A": job_id,
+                            "%": "%"})

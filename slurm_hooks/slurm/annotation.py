@@ -5,18 +5,31 @@
 Built only from checked values, never from log text, so a job cannot forge or break it. It must
 survive sacctmgr 22.05 (lowercases values, turns quotes into backticks: we emit neither case nor
 quotes that matter), hold no `|` or newline (they break `sacct -P`), and fit the field.
+
+Reading is token by token (whitespace-split, then `key=value` checked against the same alphabet
+encode writes), so it is linear in the text, and a record is only ever our mark followed by our
+own keys: a user's `my notes slurm-hooks/v1 are here` is user text, not a record.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 MARK = "slurm-hooks/v1"
 MAX_RECORD = 512
 _UNSAFE = re.compile(r"[^a-z0-9._:+-]")  # no "/": no value can contain our mark
-_FIELD = re.compile(r"([a-z_]+)=(\S*)")
+_SAFE_VALUE = re.compile(r"[a-z0-9._:+-]*")
+_TOKEN = re.compile(r"\S+")
 KEYS = ("label", "node", "rank", "driver", "cdmm", "ncore", "gpu", "xid", "exit", "state")
+
+
+@dataclass(frozen=True)
+class Found:
+    start: int  # span of the record in the text
+    end: int
+    fields: dict[str, str]
 
 
 def _value(value: Any) -> str:
@@ -35,23 +48,57 @@ def encode(diagnosis: dict[str, Any], exit_code: str = "", state: str = "") -> s
     return " ".join(parts)[:MAX_RECORD]
 
 
+def _field(token: str) -> tuple[str, str] | None:
+    key, eq, value = token.partition("=")
+    return (key, value) if eq and key in KEYS and _SAFE_VALUE.fullmatch(value) else None
+
+
+def find_records(text: str) -> list[Found]:
+    """Every record of ours in `text`: the mark followed by one or more of our `key=value` fields."""
+    found: list[Found] = []
+    start, end = -1, -1  # the record being read; start < 0: none
+    fields: dict[str, str] = {}
+    for token in _TOKEN.finditer(text):
+        kv = _field(token.group()) if start >= 0 else None
+        if kv is not None:
+            fields.setdefault(*kv)
+            end = token.end()
+            continue
+        if fields:
+            found.append(Found(start, end, fields))
+        start, fields = (token.start(), {}) if token.group() == MARK else (-1, {})
+    if fields:
+        found.append(Found(start, end, fields))
+    return found
+
+
 def decode(text: str) -> dict[str, str] | None:
-    """The fields of our record inside `text` (either field, any prefix), or None if there is none."""
-    at = text.rfind(MARK)
-    if at < 0:
-        return None
-    return {k: v for k, v in _FIELD.findall(text[at + len(MARK):]) if k in KEYS}
+    """The fields of the last record of ours inside `text`, or None if there is none."""
+    records = find_records(text)
+    return records[-1].fields if records else None
+
+
+def is_ours(text: str) -> bool:
+    """The whole value is one record of ours (what we may replace in AdminComment)."""
+    records = find_records(text)
+    return len(records) == 1 and records[0].start == 0 and records[0].end == len(text.rstrip())
 
 
 def merged_value(field: str, current: str, record: str) -> str | None:
     """What to store in `field`, or None when the field belongs to someone else.
 
-    AdminComment: ours when empty or already ours (the record is replaced: re-delivery is
-    harmless); anything else (jobstats' `JS1:...`) is left alone. Comment: the user's text is
-    kept and our record appended after it, replacing an earlier record of ours.
+    AdminComment: ours when empty or exactly one record of ours (replaced: re-delivery is
+    harmless); anything else (jobstats' `JS1:...`, or a value with ours inside another's text) is
+    left alone. Comment: the user's text is kept, before and after any earlier record of ours,
+    and our record goes last.
     """
     current = current.strip()
     if field == "admin_comment":
-        return record if not current or current.startswith(MARK) else None
-    user_text = current[: current.rfind(MARK)].rstrip() if MARK in current else current  # ours is always last
+        return record if not current or is_ours(current) else None
+    pieces, at = [], 0
+    for found in find_records(current):
+        pieces.append(current[at:found.start])
+        at = found.end
+    pieces.append(current[at:])
+    user_text = " ".join(p.strip() for p in pieces if p.strip())
     return f"{user_text} {record}" if user_text else record

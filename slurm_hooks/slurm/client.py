@@ -8,16 +8,26 @@ one implementation that runs on every cluster we target.
 from __future__ import annotations
 
 import re
+import secrets
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from slurm_hooks.proc import TOOL_ENV, run_bounded
+from slurm_hooks.slurm.patterns import expand
 
-SEP = "\x1f"  # sacct field delimiter no comment can contain unnoticed (| and newlines can)
-_KV = re.compile(r"(\w+)=(.*?)(?=\s+\w+=|\s*$)")
+# Field separators are per call and random: a job's own text (name, comment, paths) cannot hold
+# one, so it cannot shift a field or forge a row the way `BatchHost=` in a job name or \x1f in a
+# comment could with a fixed separator or `scontrol show job`'s Key=Value text.
+SEP_BYTES = 8
+SEP = "\x1f"  # the fixed delimiter of the accounting stream (slurm/accounting.py checks its field count)
+
+
+class Runner(Protocol):
+    def __call__(self, argv: Sequence[str], timeout_s: float,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]: ...
 
 
 class SlurmError(Exception):
@@ -75,13 +85,33 @@ class Slurm(Protocol):
     def hostnames(self, node_list: str) -> list[str]: ...
 
 
-def parse_show_job(text: str) -> dict[str, str]:
-    """`scontrol show job` output: Key=Value pairs, values may hold spaces."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        for key, value in _KV.findall(line.strip()):
-            out.setdefault(key, value)
-    return out
+def fresh_separator() -> str:
+    return f"\x1f{secrets.token_hex(SEP_BYTES)}\x1f"
+
+
+def split_rows(text: str, sep: str, width: int) -> list[list[str]]:
+    """Rows of `width` fields, each field followed by `sep` and each row by a newline (squeue -O
+    with `sep` as every field's suffix, `sacct -p --delimiter=sep`). Counts are checked: output
+    that does not fit this shape raises instead of shifting fields."""
+    if not text:
+        return []
+    parts = text.split(sep)
+    if parts[-1] != "\n" or (len(parts) - 1) % width:
+        raise SlurmError(f"unexpected output shape ({len(parts) - 1} fields for rows of {width})")
+    rows = [parts[i:i + width] for i in range(0, len(parts) - 1, width)]
+    for row in rows[1:]:
+        if not row[0].startswith("\n"):
+            raise SlurmError("unexpected output shape (row not on its own line)")
+        row[0] = row[0][1:]
+    return rows
+
+
+def wait_status(raw: str) -> str:
+    """squeue's exit_code is a wait(2) status: 35584 -> 139:0, 11 -> 0:11 (scontrol's ExitCode form)."""
+    if not raw.isdigit():
+        return raw if re.fullmatch(r"\d+:\d+", raw) else ""
+    status = int(raw)
+    return f"0:{status & 0x7F}" if status & 0x7F else f"{status >> 8}:0"
 
 
 # While the Epilog runs, slurmctld says COMPLETING; its Reason tells how the job ended.
@@ -89,14 +119,34 @@ _REASON_STATE = {"TimeLimit": "TIMEOUT", "NonZeroExitCode": "FAILED", "Prolog": 
                  "OutOfMemory": "OUT_OF_MEMORY"}
 
 
+_SQUEUE_FIELDS = ("JobID", "State", "Reason", "exit_code", "DerivedEC", "StartTime", "EndTime", "NodeList",
+                  "BatchHost", "STDOUT", "STDERR", "WorkDir", "Comment", "admin_comment", "Name", "UserName",
+                  "ArrayJobID", "ArrayTaskID")
+
+
+def _output_path(show: dict[str, str], key: str) -> str:
+    """squeue gives the --output/--error pattern; expand it as slurmctld does (scontrol's StdOut)."""
+    pattern = show[key]
+    if not pattern or pattern == "(null)":
+        return ""
+    array = show["ArrayTaskID"] if show["ArrayTaskID"].isdigit() else None
+    values = {"j": show["JobID"], "J": show["JobID"], "x": show["Name"], "u": show["UserName"],
+              "N": show["BatchHost"], "n": "0", "t": "0", "s": "batch", "%": "%",
+              "A": show["ArrayJobID"] if array else show["JobID"], **({"a": array} if array else {})}
+    return expand(pattern, values) or ""
+
+
 class SlurmCli:
-    def __init__(self, timeout_s: float, accounting_timeout_s: float = 3600.0) -> None:
+    """Slurm's commands; `runner` is run_bounded, or a test's recorded answers."""
+
+    def __init__(self, timeout_s: float, accounting_timeout_s: float = 3600.0, runner: Runner = run_bounded) -> None:
         self.timeout = timeout_s
         self.accounting_timeout = accounting_timeout_s  # a year of a large cluster takes sacct a while
+        self.runner = runner
 
     def _run(self, *argv: str) -> str:
         try:
-            out = run_bounded(argv, self.timeout, env=TOOL_ENV)
+            out = self.runner(argv, self.timeout, env=TOOL_ENV)
         except subprocess.TimeoutExpired:
             raise SlurmError(f"{argv[0]} did not answer within {self.timeout:g}s") from None
         except OSError as exc:
@@ -107,34 +157,51 @@ class SlurmCli:
         return out.stdout.decode(errors="replace")
 
     def job(self, job_id: str) -> JobRecord:
-        """slurmctld's view (works while slurmdbd is down), with sacct's final state when it has one."""
-        show = parse_show_job(self._run("scontrol", "show", "job", job_id))
-        state = show.get("JobState", "")
+        """slurmctld's view (works while slurmdbd is down), with sacct's final state when it has one.
+
+        squeue, not `scontrol show job`: its Key=Value text cannot be split safely, since a job
+        name or comment may itself hold ` BatchHost=x ExitCode=0:0`, and two such fields with
+        keys between them are ambiguous whatever the parser. squeue prints fields we choose,
+        each followed by a separator the job cannot know.
+        """
+        sep = fresh_separator()
+        fmt = ",".join(f"{name}:0{sep}" for name in _SQUEUE_FIELDS)  # width 0: never cut
+        rows = split_rows(self._run("squeue", "-h", "-t", "all", "-j", job_id, "-O", fmt), sep, len(_SQUEUE_FIELDS))
+        ours = [dict(zip(_SQUEUE_FIELDS, row, strict=True)) for row in rows if row[0] == job_id]
+        if len(ours) != 1:
+            raise SlurmError(f"squeue: {len(ours)} records for job {job_id}")
+        show = ours[0]
+        exit_code = wait_status(show["exit_code"])
+        state = show["State"]
         if state == "COMPLETING":
-            clean_exit = show.get("ExitCode") == "0:0" and show.get("Reason") == "None"
-            state = _REASON_STATE.get(show.get("Reason", ""), "COMPLETED" if clean_exit else state)
+            clean_exit = exit_code == "0:0" and show["Reason"] == "None"
+            state = _REASON_STATE.get(show["Reason"], "COMPLETED" if clean_exit else state)
+        derived = wait_status(show["DerivedEC"])
         try:
-            row = self._run("sacct", "-n", "-X", "-P", f"--delimiter={SEP}", "-j", job_id, "-o",
-                            "State,DerivedExitCode").splitlines()[0].split(SEP)
-            state = row[0].split(" ")[0] or state
-            derived = row[1]
-        except (SlurmError, IndexError):
-            derived = show.get("DerivedExitCode", "")
-        return JobRecord(job_id=job_id, state=state, exit_code=show.get("ExitCode", ""), derived_exit_code=derived,
-                         start=show.get("StartTime", ""), end=show.get("EndTime", ""),
-                         node_list=show.get("NodeList", ""), batch_host=show.get("BatchHost", ""),
-                         std_out=show.get("StdOut", ""), std_err=show.get("StdErr", ""),
-                         work_dir=show.get("WorkDir", ""), comment=show.get("Comment", ""),
-                         admin_comment=show.get("AdminComment", ""))
+            final, derived_final = self._accounting(job_id, "State", "DerivedExitCode")
+            state, derived = final.split(" ")[0] or state, derived_final or derived
+        except SlurmError:
+            pass
+        return JobRecord(job_id=job_id, state=state, exit_code=exit_code, derived_exit_code=derived,
+                         start=show["StartTime"], end=show["EndTime"], node_list=show["NodeList"],
+                         batch_host=show["BatchHost"], std_out=_output_path(show, "STDOUT"),
+                         std_err=_output_path(show, "STDERR"), work_dir=show["WorkDir"],
+                         comment=show["Comment"], admin_comment=show["admin_comment"])
+
+    def _accounting(self, job_id: str, *fields: str) -> list[str]:
+        """One job's fields from sacct (-X: the job, not its steps); NotInAccountingYet when absent."""
+        sep = fresh_separator()
+        out = self._run("sacct", "-n", "-X", "-p", f"--delimiter={sep}", "-j", job_id, "-o",
+                        ",".join(("JobIDRaw", *fields)))
+        rows = [row for row in split_rows(out, sep, len(fields) + 1) if row[0] == job_id]
+        if not rows:
+            raise NotInAccountingYet(f"sacct: no accounting record for job {job_id} yet")
+        return rows[-1][1:]
 
     def accounting_comments(self, job_id: str) -> tuple[str, str]:
         """(Comment, AdminComment) as stored in accounting."""
-        out = self._run("sacct", "-n", "-X", "-P", f"--delimiter={SEP}", "-j", job_id, "-o", "Comment,AdminComment")
-        fields = out.rstrip("\n").split(SEP)
-        if len(fields) < 2:
-            raise NotInAccountingYet(f"sacct: no accounting record for job {job_id} yet")
-        # A comment holding a newline spills over lines; the delimiter still separates the fields.
-        return fields[0], SEP.join(fields[1:]).rstrip("\n")
+        comment, admin = self._accounting(job_id, "Comment", "AdminComment")
+        return comment, admin
 
     def set_job_field(self, job_id: str, field: str, value: str) -> None:
         """sacctmgr is the one tool that edits a finished job (scontrol answers 'already finished')."""
