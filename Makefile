@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
-.PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser cluster-up cluster-down clean
+.PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser reliability cluster-up cluster-down clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,7 +23,18 @@ test-unit: venv  ## everything that needs no Slurm daemons
 
 test: venv browser  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
 	$(MAKE) cluster-up
-	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q; rc=$$?; $(MAKE) cluster-down; exit $$rc
+	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q -m "not reliability"; rc=$$?; $(MAKE) cluster-down; exit $$rc
+
+RELIABILITY_TESTS := tests/test_reliability_cluster.py tests/test_annotation.py tests/test_slurm_client.py \
+	tests/test_hooklog.py tests/test_bad_input.py
+reliability: venv  ## fault matrix on the real dev cluster, property tests at full strength -> docs/reliability.md
+	$(MAKE) cluster-up
+	mkdir -p bench/out; rm -f bench/out/reliability.jsonl
+	HYPOTHESIS_PROFILE=reliability RELIABILITY_OUT=bench/out/reliability.jsonl SLURM_HOOKS_REQUIRE_CLUSTER=1 \
+	  $(BIN)/pytest -q $(RELIABILITY_TESTS) --junitxml=bench/out/reliability-junit.xml; rc=$$?; \
+	  $(MAKE) cluster-down; \
+	  $(BIN)/python -m tests.reliability bench/out/reliability.jsonl bench/out/reliability-junit.xml > docs/reliability.md; \
+	  exit $$rc
 
 # The Epilog flow (hooks, collection, delivery, spool) through its fakes alone: >= 90% of its lines.
 EPILOG_FLOW := hooks.epilog hooks.epilog_slurmctld hooks.post_job hooks.deps job collect deliver spool nofollow

@@ -40,7 +40,8 @@ def wait_event(job_id: str, event: str, timeout: float = 30) -> None:
 
 
 def test_a_job_named_like_scontrol_text_is_still_annotated_by_its_lead_node() -> None:
-    job = dc.submit("echo the end; exit 3", args=f"-J '{HOSTILE_NAME}' -o /home/alice/jobs/%x-%j.out")
+    job = dc.submit("sleep 2; echo the end; exit 3", args=f"-J '{HOSTILE_NAME}' -o /home/alice/jobs/%x-%j.out")
+    dc.wait_running(job)
     record = SlurmCli(10).job(job)
     assert (record.batch_host, record.node_list) == (HOST, HOST)
     assert record.std_out == f"/home/alice/jobs/{HOSTILE_NAME}-{job}.out"  # %x expanded from the real name

@@ -124,10 +124,13 @@ _SQUEUE_FIELDS = ("JobID", "State", "Reason", "exit_code", "DerivedEC", "StartTi
                   "ArrayJobID", "ArrayTaskID")
 
 
+_NOT_SET = ("N/A", "n/a", "(null)")  # squeue's words for a field with no value
+
+
 def _output_path(show: dict[str, str], key: str) -> str:
     """squeue gives the --output/--error pattern; expand it as slurmctld does (scontrol's StdOut)."""
     pattern = show[key]
-    if not pattern or pattern == "(null)":
+    if not pattern:
         return ""
     array = show["ArrayTaskID"] if show["ArrayTaskID"].isdigit() else None
     values = {"j": show["JobID"], "J": show["JobID"], "x": show["Name"], "u": show["UserName"],
@@ -170,7 +173,7 @@ class SlurmCli:
         ours = [dict(zip(_SQUEUE_FIELDS, row, strict=True)) for row in rows if row[0] == job_id]
         if len(ours) != 1:
             raise SlurmError(f"squeue: {len(ours)} records for job {job_id}")
-        show = ours[0]
+        show = {k: "" if v in _NOT_SET else v for k, v in ours[0].items()}
         exit_code = wait_status(show["exit_code"])
         state = show["State"]
         if state == "COMPLETING":
