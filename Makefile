@@ -26,7 +26,7 @@ test: venv browser  ## the whole suite, real Slurm included (needs root: install
 	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q -m "not reliability"; rc=$$?; $(MAKE) cluster-down; exit $$rc
 
 RELIABILITY_TESTS := tests/test_reliability_cluster.py tests/test_annotation.py tests/test_slurm_client.py \
-	tests/test_hooklog.py tests/test_bad_input.py
+	tests/test_hooklog.py tests/test_bad_input.py tests/test_bundle_limits.py tests/test_clocks_properties.py
 reliability: venv  ## fault matrix on the real dev cluster, property tests at full strength -> docs/reliability.md
 	$(MAKE) cluster-up
 	mkdir -p bench/out; rm -f bench/out/reliability.jsonl

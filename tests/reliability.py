@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 OUT = Path(os.environ.get("RELIABILITY_OUT", "bench/out/reliability.jsonl"))
-PROPERTY_MODULES = ("test_annotation", "test_slurm_client", "test_hooklog", "test_bad_input", "test_clocks",
-                    "test_rules", "test_scan", "test_large_jobs")
+PROPERTY_MODULES = ("test_annotation", "test_slurm_client", "test_hooklog", "test_bad_input", "test_bundle_limits",
+                    "test_clocks_properties")
 
 
 @dataclass(frozen=True)

@@ -190,9 +190,13 @@ def fake_nvml(behaviour: str) -> Path:
     lib = WORK / "nvml" / behaviour
     lib.mkdir(parents=True)
     body = {"hang": "sleep(3600); return 0;", "raise": "return 999;"}[behaviour]
+    others = ("nvmlShutdown", "nvmlSystemGetDriverVersion", "nvmlSystemGetCudaDriverVersion_v2",
+              "nvmlDeviceGetCount_v2", "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetName")
     (lib / "nvml.c").write_text("#include <unistd.h>\n"
+                                f"int nvmlInit_v2(void) {{ {body} }}\n"
                                 f"int nvmlInitWithFlags(unsigned f) {{ {body} }}\n"
-                                f"int nvmlInit_v2(void) {{ {body} }}\nint nvmlShutdown(void) {{ return 0; }}\n")
+                                "const char *nvmlErrorString(int r) { return \"fake NVML error\"; }\n"
+                                + "".join(f"int {name}() {{ return 999; }}\n" for name in others))
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libnvidia-ml.so.1"), str(lib / "nvml.c")], check=True)
     return lib
 

@@ -19,8 +19,8 @@ from typing import Any, BinaryIO
 from slurm_hooks.job import JobContext
 from slurm_hooks.proc import run_bounded
 from slurm_hooks.slurm.client import JobRecord
-from slurm_hooks.spool import Spool
 from slurm_hooks.slurm.patterns import expand
+from slurm_hooks.spool import Spool
 
 _READER = r"""
 import os, stat, sys
