@@ -71,16 +71,20 @@ def test_decode_reads_only_a_mark_followed_by_our_fields() -> None:
 
 
 def test_decode_is_linear_on_long_runs() -> None:
-    """A run of letters (quadratic for a findall of `[a-z_]+=`) or of records: 4x the input, < ~6x the time."""
-    for unit in ("a", f"{MARK} label=x ", "label=x " * 3, f"{MARK} "):
-        times = []
-        for n in (50_000, 200_000):
-            text = f"{MARK} " + unit * (n // len(unit))
+    """A run of letters (quadratic for a findall of `[a-z_]+=`) or of records: 16x the input must
+    cost well under the 256x a quadratic parser would (best of 3: the machine is shared)."""
+    def cost(text: str) -> float:
+        best = float("inf")
+        for _ in range(3):
             started = time.perf_counter()
             decode(text)
             merged_value("comment", text, "REC")
-            times.append(time.perf_counter() - started)
-        assert times[1] < max(6 * times[0], 0.05), (unit, times)
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    for unit in ("a", f"{MARK} label=x ", "label=x " * 3, f"{MARK} "):
+        small, large = (cost(f"{MARK} " + unit * (n // len(unit))) for n in (20_000, 320_000))
+        assert large < 50 * small + 0.05, (unit, small, large)
 
 
 _values = st.one_of(st.none(), st.text(max_size=80), st.integers(-10**6, 10**6))
