@@ -61,9 +61,9 @@ def make_bundle(target: Path, size_gib: float) -> Path:
     return target
 
 
-def timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[bytes]]:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True)
+    proc = subprocess.run(cmd, capture_output=True, env=env)
     return time.perf_counter() - t0, proc
 
 
@@ -87,7 +87,11 @@ def main() -> int:
     probe = ("import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
              "print(max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)),"
              " file=sys.stderr); sys.exit(rc)")
-    t_diag, d = timed([sys.executable, "-c", probe, "diagnose", "--json", str(bundle)])
+    # The defaults, whatever /etc/slurm-hooks/config.yaml on this machine says (an empty file is all defaults).
+    config = args.dir.parent / "defaults.yaml"
+    config.write_text("")
+    env = {**os.environ, "SLURM_HOOKS_CONFIG": str(config)}
+    t_diag, d = timed([sys.executable, "-c", probe, "diagnose", "--json", str(bundle)], env)
     if d.returncode != 0:
         print(d.stderr.decode(), file=sys.stderr)
         return 1
