@@ -29,6 +29,17 @@ def private_config_cache(tmp_path_factory, monkeypatch) -> None:
     monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp_path_factory.mktemp("config-cache")))
 
 
+@pytest.fixture(autouse=True)
+def defaults_config(request, tmp_path_factory, monkeypatch) -> None:
+    """Tests that need no cluster run the CLI with the defaults (an empty config file), not with
+    whatever /etc/slurm-hooks/config.yaml the shared dev machine holds right now (another
+    worktree's cluster-up may have written keys this version does not know)."""
+    if request.node.get_closest_marker("slurm") is None:
+        empty = tmp_path_factory.getbasetemp() / "defaults-config.yaml"
+        empty.touch()
+        monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(empty))
+
+
 @pytest.fixture(scope="session")
 def pack() -> RulePack:
     return load_rule_pack()
