@@ -56,8 +56,7 @@ class Consequences:
         if (crash.source, crash.line_no) in self.teardown_lines or following(self.ctx, [crash], "teardown"):
             return True
         rank = crash.rank if crash.rank is not None else self.ctx.ranks.rank_of_pid(crash.node, crash.fields.get("pid"))
-        failure = self.last_failure_before(rank, crash) if rank is not None else None
-        return failure is not None
+        return rank is not None and self.last_failure_before(rank, crash) is not None
 
     def last_failure_before(self, rank: int, crash: Event) -> Event | None:
         """The rank's NCCL/IB failure shortly before the crash (within the pack's teardown_s)."""
