@@ -25,16 +25,16 @@ test: venv browser  ## the whole suite, real Slurm included (needs root: install
 	$(MAKE) cluster-up
 	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q -m "not reliability"; rc=$$?; $(MAKE) cluster-down; exit $$rc
 
-RELIABILITY_TESTS := tests/test_reliability_cluster.py tests/test_annotation.py tests/test_slurm_client.py \
-	tests/test_hooklog.py tests/test_bad_input.py tests/test_bundle_limits.py tests/test_clocks_properties.py
-reliability: venv  ## fault matrix on the real dev cluster, property tests at full strength -> docs/reliability.md
-	$(MAKE) cluster-up
+PROPERTY_TESTS := tests/test_annotation.py tests/test_slurm_client.py tests/test_hooklog.py tests/test_bad_input.py \
+	tests/test_bundle_limits.py tests/test_clocks_properties.py
+reliability: venv  ## property tests at full strength, then the fault matrix on the real dev cluster -> docs/reliability.md
 	mkdir -p bench/out; rm -f bench/out/reliability.jsonl
-	HYPOTHESIS_PROFILE=reliability RELIABILITY_OUT=bench/out/reliability.jsonl SLURM_HOOKS_REQUIRE_CLUSTER=1 \
-	  $(BIN)/pytest -q $(RELIABILITY_TESTS) --junitxml=bench/out/reliability-junit.xml; rc=$$?; \
-	  $(MAKE) cluster-down; \
-	  $(BIN)/python -m tests.reliability bench/out/reliability.jsonl bench/out/reliability-junit.xml > docs/reliability.md; \
-	  exit $$rc
+	HYPOTHESIS_PROFILE=reliability $(BIN)/pytest -q $(PROPERTY_TESTS) --junitxml=bench/out/reliability-properties.xml
+	$(MAKE) cluster-up
+	RELIABILITY_OUT=bench/out/reliability.jsonl SLURM_HOOKS_REQUIRE_CLUSTER=1 \
+	  $(BIN)/pytest -q tests/test_reliability_cluster.py; rc=$$?; $(MAKE) cluster-down; \
+	  $(BIN)/python -m tests.reliability bench/out/reliability.jsonl bench/out/reliability-properties.xml \
+	    > docs/reliability.md; exit $$rc
 
 # The Epilog flow (hooks, collection, delivery, spool) through its fakes alone: >= 90% of its lines.
 EPILOG_FLOW := hooks.epilog hooks.epilog_slurmctld hooks.post_job hooks.deps job collect deliver spool nofollow

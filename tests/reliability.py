@@ -45,6 +45,10 @@ def record(row: Row) -> None:
         out.write(json.dumps({**asdict(row), "holds": row.holds}) + "\n")
 
 
+def _mb(value: float) -> str:
+    return f"{value:.0f} MB" if value else "-"  # 0: not measured (the row timed a flush, not a hook)
+
+
 def table(rows_path: Path, junit_path: Path) -> str:
     rows = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
     lines = ["# Reliability", "",
@@ -57,7 +61,7 @@ def table(rows_path: Path, junit_path: Path) -> str:
     for r in rows:
         lines.append(f"| {r['fault']} | {r['checked']} | {r['hook_s']:.2f} s / {r['budget_s']:g} s | "
                      f"{','.join(map(str, sorted(set(r['exit_codes'])))) or '-'} | {r['drains']} | {r['lost']} | "
-                     f"{r['peak_rss_mb']:.0f} MB | {r['slurm_calls'] or '-'} | {r['leaked']} | "
+                     f"{_mb(r['peak_rss_mb'])} | {r['slurm_calls'] or '-'} | {r['leaked']} | "
                      f"{'yes' if r['holds'] else '**NO**'} |")
     lines += ["", "## Hostile inputs and properties (unit level)", "", "| test | result | time |", "|---|---|---|"]
     if junit_path.exists():
