@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from slurm_hooks.layout import DEFAULT_SPOOL_DIR, DEFAULT_STATE_DIR
+from slurm_hooks.safeio import atomic_write, read_small
 
 DEFAULT_PATH = "/etc/slurm-hooks/config.yaml"
 CACHE_DIR = DEFAULT_STATE_DIR
@@ -186,8 +186,8 @@ def parse_config(text: str, where: str) -> Config:
     return Config(**values)
 
 
-def config_path() -> Path:
-    return Path(os.environ.get("SLURM_HOOKS_CONFIG") or DEFAULT_PATH)
+def config_path() -> str:
+    return os.environ.get("SLURM_HOOKS_CONFIG") or DEFAULT_PATH
 
 
 def _to_dict(config: Config) -> dict[str, Any]:
@@ -204,11 +204,11 @@ def _from_dict(doc: dict[str, Any]) -> Config:
                      "rule_files": tuple(doc["rule_files"])})
 
 
-def _cache_path() -> Path:
-    return Path(os.environ.get("SLURM_HOOKS_CACHE_DIR") or CACHE_DIR) / "config-cache.json"
+def _cache_path() -> str:  # os.path, not pathlib: this module is on every job start's path
+    return os.path.join(os.environ.get("SLURM_HOOKS_CACHE_DIR") or CACHE_DIR, "config-cache.json")
 
 
-def load_config(path: Path | None = None) -> Config:
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """The configuration; a missing file at the default path means defaults.
 
     The validated result is cached as JSON keyed by the file's identity (inode, size, mtime):
@@ -216,11 +216,11 @@ def load_config(path: Path | None = None) -> Config:
     """
     import json
 
-    path = path or config_path()
+    path = os.fspath(path or config_path())
     try:
-        st = path.stat()
+        st = os.stat(path)
     except FileNotFoundError:
-        if str(path) == DEFAULT_PATH:
+        if path == DEFAULT_PATH:
             return Config()
         raise ConfigError(f"{path}: configuration file not found") from None
     except OSError as exc:
@@ -229,21 +229,20 @@ def load_config(path: Path | None = None) -> Config:
     key = f"{path}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{os.stat(__file__).st_mtime_ns}"
     cache = _cache_path()
     try:
-        cached = json.loads(cache.read_text())
+        cached = json.loads(read_small(cache))
         if cached.get("key") == key:
             return _from_dict(cached["config"])
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no cache, or a stale or damaged one: parse the file
     try:
-        config = parse_config(path.read_text(encoding="utf-8"), str(path))
+        with open(path, encoding="utf-8") as fh:
+            config = parse_config(fh.read(), path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read configuration ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: configuration is not UTF-8 (byte {exc.start})") from None
     try:
-        from slurm_hooks.safeio import atomic_write
-
-        cache.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
         atomic_write(cache, json.dumps({"key": key, "config": _to_dict(config)}), mode=0o600)
     except OSError:
         pass  # a read-only /run only costs speed

@@ -6,12 +6,11 @@ import contextlib
 import os
 import stat
 import time
-from pathlib import Path
 
 SMALL = 64 * 1024
 
 
-def read_small(path: str | Path, limit: int = SMALL) -> str:
+def read_small(path: str | os.PathLike[str], limit: int = SMALL) -> str:
     """Up to `limit` bytes of a regular file (procfs files count), decoded leniently.
 
     O_NONBLOCK plus the S_ISREG check means a FIFO or device planted where a file should be
@@ -30,10 +29,11 @@ def read_small(path: str | Path, limit: int = SMALL) -> str:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+def atomic_write(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
     """Write to a temporary file in the same directory, fsync, rename: readers see old or new, never half."""
     raw = data.encode() if isinstance(data, str) else data
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}"
+    folder, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:

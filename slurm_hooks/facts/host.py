@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
-from pathlib import Path
 
 from slurm_hooks.safeio import read_small
 
@@ -15,13 +14,13 @@ def node_name() -> str:
 
 def kernel_release(host_root: str) -> str:
     try:
-        return read_small(Path(host_root) / "proc/sys/kernel/osrelease", 256).strip() or os.uname().release
+        return read_small(os.path.join(host_root, "proc/sys/kernel/osrelease"), 256).strip() or os.uname().release
     except OSError:
         return os.uname().release
 
 
 def boot_time(host_root: str, errors: list[str]) -> str | None:
-    path = Path(host_root) / "proc/stat"
+    path = os.path.join(host_root, "proc/stat")
     try:
         for line in read_small(path, 1 << 20).splitlines():
             if line.startswith("btime "):
@@ -34,18 +33,18 @@ def boot_time(host_root: str, errors: list[str]) -> str | None:
 
 def timezone_name(host_root: str, errors: list[str]) -> str:
     """The host's IANA zone: /etc/timezone (Debian), else where /etc/localtime points."""
-    root = Path(host_root)
+    zone_file, localtime = os.path.join(host_root, "etc/timezone"), os.path.join(host_root, "etc/localtime")
     try:
-        name = read_small(root / "etc/timezone", 256).strip()
+        name = read_small(zone_file, 256).strip()
         if name:
             return name
     except OSError:
         pass
     try:
-        target = os.readlink(root / "etc/localtime")
+        target = os.readlink(localtime)
         if "zoneinfo/" in target:
             return target.split("zoneinfo/", 1)[1]
     except OSError:
         pass
-    errors.append(f"{root / 'etc/timezone'}, {root / 'etc/localtime'}: no time zone found; assuming UTC")
+    errors.append(f"{zone_file}, {localtime}: no time zone found; assuming UTC")
     return "UTC"

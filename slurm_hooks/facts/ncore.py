@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from slurm_hooks.config import NcoreSource
 from slurm_hooks.proc import run_bounded
@@ -23,7 +22,7 @@ def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: floa
     for src in sources:
         try:
             if src.type == "file":
-                value = _first_line(read_small(Path(host_root) / src.path.lstrip("/"), 4096))
+                value = _first_line(read_small(os.path.join(host_root, src.path.lstrip("/")), 4096))
             elif src.type == "env":
                 value = _first_line(os.environ.get(src.name, ""))
             else:

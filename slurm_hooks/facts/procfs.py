@@ -7,8 +7,8 @@ NUMA mode, so its presence says off. Drivers before R580 have no CDMM at all.
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 from typing import NamedTuple
 
 from slurm_hooks.safeio import read_small
@@ -52,34 +52,42 @@ def cdmm_mode(raw: str | None, driver: str | None, numa_status: bool) -> str:
     return "unknown"
 
 
+def _gpu_dirs(gpus: str) -> list[str]:
+    """One directory per GPU (`<bdf>`), sorted; none when the driver lists none."""
+    try:
+        return sorted(f"{gpus}/{name}" for name in os.listdir(gpus) if not name.startswith("."))
+    except OSError:
+        return []
+
+
 def read_proc_nvidia(host_root: str) -> ProcNvidia:
-    base = Path(host_root) / "proc/driver/nvidia"
-    if not base.is_dir():
+    base = os.path.join(host_root, "proc/driver/nvidia")
+    if not os.path.isdir(base):
         return ProcNvidia(errors=(f"{base}: absent (no NVIDIA driver loaded on this node)",))
     errors: list[str] = []
     driver = model = cdmm_raw = params_path = None
     try:
-        if m := _VERSION.search(read_small(base / "version")):
+        if m := _VERSION.search(read_small(f"{base}/version")):
             driver = m.group(1)
         else:
             errors.append(f"{base}/version: no driver version in it")
     except OSError as exc:
         errors.append(f"{base}/version: {exc.strerror or exc}")
 
-    gpus = sorted((base / "gpus").glob("*")) if (base / "gpus").is_dir() else []
-    numa_status = any((gpu / "numa_status").exists() for gpu in gpus)
+    gpus = _gpu_dirs(f"{base}/gpus")
+    numa_status = any(os.path.exists(f"{gpu}/numa_status") for gpu in gpus)
     for gpu in gpus:
         try:
-            if m := _MODEL.search(read_small(gpu / "information")):
+            if m := _MODEL.search(read_small(f"{gpu}/information")):
                 model = m.group(1)
                 break
         except OSError as exc:
             errors.append(f"{gpu}/information: {exc.strerror or exc}")
 
     try:
-        m = _PARAM.search(read_small(base / "params"))
+        m = _PARAM.search(read_small(f"{base}/params"))
         cdmm_raw = m.group(1) if m else None
-        params_path = str(base / "params")
+        params_path = f"{base}/params"
         if cdmm_raw is not None and cdmm_raw.strip().lower() not in ("", "driver", "numa"):
             errors.append(f"{base}/params: CoherentGPUMemoryMode has unexpected value {cdmm_raw!r}")
     except OSError as exc:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from slurm_hooks.jobenv import export_lines
-from slurm_hooks.layout import job_dir
+from slurm_hooks.layout import job_dir, job_path
 from slurm_hooks.safeio import atomic_write
 
 
@@ -22,16 +21,18 @@ def job_id_from_env(env: dict[str, str]) -> str | None:
     return value if value.isdigit() else None  # never a path component we did not check
 
 
-def write_job_state(state_dir: str, job_id: str, facts: dict[str, Any], gid: int | None) -> Path:
-    jobs = Path(state_dir) / "jobs"
-    jobs.mkdir(parents=True, exist_ok=True, mode=0o755)
-    target = jobs / job_id
-    target.mkdir(mode=0o750, exist_ok=True)
+def write_job_state(state_dir: str, job_id: str, facts: dict[str, Any], gid: int | None) -> str:
+    """The job's state directory, written (os.path, not pathlib: this is the Prolog's path)."""
+    target = job_path(state_dir, job_id)
+    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(target, mode=0o750)
     os.chmod(target, 0o750)
-    atomic_write(target / "node.json", json.dumps(facts, indent=1) + "\n", mode=0o640)
-    atomic_write(target / "env", export_lines(facts), mode=0o640)
+    files = os.path.join(target, "node.json"), os.path.join(target, "env")
+    atomic_write(files[0], json.dumps(facts, indent=1) + "\n", mode=0o640)
+    atomic_write(files[1], export_lines(facts), mode=0o640)
     if gid is not None and os.geteuid() == 0:  # the job's group reads; everyone else is kept out
-        for path in (target, target / "node.json", target / "env"):
+        for path in (target, *files):
             os.chown(path, 0, gid)
     return target
 
