@@ -130,3 +130,14 @@ def test_real_h200_host_root_reads_as_recorded_on_the_node() -> None:
     without_nvml = collect_facts(Config()._replace(host_root=str(root), ncore_sources=()), FailingGpu("no NVML"))
     assert (without_nvml["driver_version"], without_nvml["gpu_model"], without_nvml["gpu_count"]) == (
         "580.159.04", "NVIDIA H200", 1)
+
+
+def test_iso_utc_reads_back_as_the_same_instant() -> None:
+    from datetime import datetime, timezone
+
+    from slurm_hooks.facts.host import iso_utc
+
+    assert iso_utc(1796063121) == "2026-11-30T18:25:21+00:00"  # the H200 node's boot time
+    for seconds in (0.0, 1.5, 1700000000.000001, 1764527148.209128, 2**31 + 0.25):
+        back = datetime.fromisoformat(iso_utc(seconds))
+        assert back.tzinfo == timezone.utc and abs(back.timestamp() - seconds) < 1e-6

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+import time
 from typing import Any
 
 from slurm_hooks.config import Config
 from slurm_hooks.facts.gpu import GpuQuery, GpuQueryError
-from slurm_hooks.facts.host import boot_time, kernel_release, node_name, timezone_name
+from slurm_hooks.facts.host import boot_time, iso_utc, kernel_release, node_name, timezone_name
 from slurm_hooks.facts.ncore import read_ncore
 from slurm_hooks.facts.procfs import cdmm_mode, read_proc_nvidia
 
@@ -41,6 +41,6 @@ def collect_facts(config: Config, gpu: GpuQuery) -> dict[str, Any]:
         "kernel": kernel_release(config.host_root),
         "timezone": timezone_name(config.host_root, errors),
         "boot_time": boot_time(config.host_root, errors),
-        "collected_at": datetime.now(timezone.utc).isoformat(),
+        "collected_at": iso_utc(time.time()),
         "errors": errors,
     }

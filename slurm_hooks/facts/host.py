@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+import time
 
 from slurm_hooks.safeio import read_small
+
+
+def iso_utc(seconds: float) -> str:
+    """ISO 8601 in UTC as datetime's isoformat() writes it (`...+00:00`, microseconds when there are
+    any), without importing datetime on the Prolog's path."""
+    whole, micro = divmod(round(seconds * 1_000_000), 1_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + (f".{micro:06d}" if micro else "") + "+00:00"
 
 
 def node_name() -> str:
@@ -24,7 +31,7 @@ def boot_time(host_root: str, errors: list[str]) -> str | None:
     try:
         for line in read_small(path, 1 << 20).splitlines():
             if line.startswith("btime "):
-                return datetime.fromtimestamp(int(line.split()[1]), timezone.utc).isoformat()
+                return iso_utc(int(line.split()[1]))
         errors.append(f"{path}: no btime line")
     except (OSError, ValueError) as exc:
         errors.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
