@@ -25,16 +25,26 @@ def write_job_state(state_dir: str, job_id: str, facts: dict[str, Any], gid: int
     """The job's state directory, written (os.path, not pathlib: this is the Prolog's path)."""
     target = job_path(state_dir, job_id)
     os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(target, mode=0o750)
-    os.chmod(target, 0o750)
-    files = os.path.join(target, "node.json"), os.path.join(target, "env")
-    atomic_write(files[0], json.dumps(facts, indent=1) + "\n", mode=0o640)
-    atomic_write(files[1], export_lines(facts), mode=0o640)
-    if gid is not None and os.geteuid() == 0:  # the job's group reads; everyone else is kept out
-        for path in (target, *files):
-            os.chown(path, 0, gid)
+    group = gid if gid is not None and os.geteuid() == 0 else None  # the job's group reads, no one else
+    if not os.path.isdir(target):  # set up under another name, then renamed: never seen half-owned
+        staging = f"{target}.{os.getpid()}.new"
+        os.mkdir(staging, mode=0o750)
+        _own(staging, group, 0o750)
+        try:
+            os.rename(staging, target)
+        except OSError:  # another Prolog of this job was first
+            os.rmdir(staging)
+    _own(target, group, 0o750)
+    for name, text in (("node.json", json.dumps(facts, indent=1) + "\n"), ("env", export_lines(facts))):
+        atomic_write(os.path.join(target, name), text, mode=0o640)
+        _own(os.path.join(target, name), group, 0o640)
     return target
+
+
+def _own(path: str, group: int | None, mode: int) -> None:
+    os.chmod(path, mode)
+    if group is not None:
+        os.chown(path, 0, group)
 
 
 def read_job_facts(state_dir: str, job_id: str) -> dict[str, Any] | None:
