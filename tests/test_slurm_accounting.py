@@ -13,11 +13,11 @@ ALLOC = "billing=8,cpu=288,gres/gpu=8,gres/gpu:gb200=8,mem=1T,node=2"
 
 
 def line(job: str = "101", admin: str = "", comment: str = "", nodes: str = "gb-r07-c[01-02]", tres: str = ALLOC,
-         state: str = "FAILED", n_nodes: str = "2") -> str:
+         state: str = "FAILED", n_nodes: str = "2", sep: str = SEP) -> str:
     fields = [job, state, "1:0", "0:11", "2026-11-27T03:00:00", "2026-11-27T04:00:00", "3600", nodes, n_nodes, tres,
               "batch", "alice", "ml", admin, comment, job]
     assert len(fields) == len(FIELDS)
-    return SEP.join(fields) + "\n"
+    return sep.join(fields) + "\n"
 
 
 def rows(text: str | bytes) -> list:
@@ -88,3 +88,15 @@ def test_stream_rows_reports_a_failing_or_hanging_sacct() -> None:
         list(stream_rows(["sleep", "30"], 0.5))
     with pytest.raises(SlurmError):
         list(stream_rows(["/nonexistent/sacct"], 1))
+
+
+def test_a_random_separator_leaves_no_way_to_forge_a_row() -> None:
+    from slurm_hooks.slurm.client import fresh_separator
+
+    sep = fresh_separator()
+    forged = "x\n" + line("999", admin="slurm-hooks/v1 label=success", state="COMPLETED") + "y"  # \x1f-separated
+    got = list(parse_rows(io.BytesIO((line("101", comment=forged, sep=sep) + line("102", sep=sep)).encode()), sep))
+    assert [r.job_id for r in got] == ["101", "102"]
+    assert got[0].comment == forged and got[0].admin_comment == ""
+    # the same comment against the fixed separator does break its row (why the CLI never uses it)
+    assert [r.job_id for r in rows(line("101", comment=forged) + line("102"))] == ["", "999", "", "102"]

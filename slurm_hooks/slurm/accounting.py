@@ -1,15 +1,12 @@
 """`sacct -X -P` rows for a time range, read as a stream with bounded memory per row.
 
-Field order is the defence against free text: the fixed-format fields come first, then the two
-comments (AdminComment, which only admins and tools write, then the user's Comment), then JobIDRaw
-again as an end marker. A comment may hold the delimiter (its surplus fields are joined back into
-the Comment) or newlines (lines are joined until a line ends in the row's own job id). A record
-longer than MAX_RECORD keeps its head, and its last field ends in TRUNCATED.
-
-A row whose end never comes is closed, unread, at the next line that is a whole row by itself.
-Residual risk, on purpose visible: a user who writes a multi-line Comment with lines shaped like
-whole sacct rows can make extra rows appear; their own row then comes back unreadable (an empty
-job_id) or their job id repeats, both of which the report counts.
+The delimiter is random per call (client.fresh_separator): no comment can hold it, so no comment
+can shift a field or forge a row. Field order keeps free text last: the fixed-format fields, then
+AdminComment (only admins and tools write it), the user's Comment, then JobIDRaw again as an end
+marker: a comment with newlines spans lines, which are joined until one ends in the row's own job
+id. A record longer than MAX_RECORD keeps its head, and its Comment ends in TRUNCATED. A row whose
+end never comes is closed, unread, at the next line that is a whole row by itself. Saved output
+(`report --input`, the benchmark) uses the fixed SEP; there surplus fields join back into Comment.
 """
 
 from __future__ import annotations
@@ -31,19 +28,18 @@ FIELDS = ("JobIDRaw", "State", "ExitCode", "DerivedExitCode", "Start", "End", "E
           "AllocTRES", "Partition", "User", "Account", "AdminComment", "Comment", "JobIDRaw")
 MAX_RECORD = 160 << 10  # an AdminComment holds up to 65535 bytes; a Comment of 10 MB is cut to this
 TRUNCATED = "\0truncated"  # NUL never occurs in sacct's text, so this cannot be forged
-_BSEP = SEP.encode()
 _TAIL = 64  # enough to see the end marker of a cut record
 _GPU = "gres/gpu="
 
 
-def sacct_argv(since: datetime, until: datetime) -> list[str]:
+def sacct_argv(since: datetime, until: datetime, sep: str = SEP) -> list[str]:
     """sacct takes naive local times: turn the window into this host's zone (sacct's zone too)."""
     fmt = "%Y-%m-%dT%H:%M:%S"
-    return ["sacct", "-a", "-n", "-X", "-P", f"--delimiter={SEP}", "-o", ",".join(FIELDS),
+    return ["sacct", "-a", "-n", "-X", "-P", f"--delimiter={sep}", "-o", ",".join(FIELDS),
             "-S", since.astimezone().strftime(fmt), "-E", until.astimezone().strftime(fmt)]
 
 
-def stream_rows(argv: list[str], timeout_s: float) -> Iterator[AccountingRow]:
+def stream_rows(argv: list[str], timeout_s: float, sep: str = SEP) -> Iterator[AccountingRow]:
     """Run sacct and yield its rows as they arrive; killed (with its group) after timeout_s."""
     with tempfile.TemporaryFile() as err:
         try:
@@ -55,7 +51,7 @@ def stream_rows(argv: list[str], timeout_s: float) -> Iterator[AccountingRow]:
         timer.start()
         try:
             assert proc.stdout is not None
-            yield from parse_rows(proc.stdout)
+            yield from parse_rows(proc.stdout, sep)
             proc.wait()
         finally:
             timer.cancel()
@@ -75,14 +71,14 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def parse_rows(stream: IO[bytes]) -> Iterator[AccountingRow]:
+def parse_rows(stream: IO[bytes], sep: str = SEP) -> Iterator[AccountingRow]:
     """The parsing path for real sacct output and for the benchmark alike."""
-    for record, cut in _records(stream):
-        yield _row(record.decode("utf-8", "replace"), cut)
+    for record, cut in _records(stream, sep.encode()):
+        yield _row(record.decode("utf-8", "replace"), cut, sep)
 
 
-def _records(stream: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
-    """Logical records: physical lines joined until one ends in SEP + the record's own job id."""
+def _records(stream: IO[bytes], bsep: bytes) -> Iterator[tuple[bytes, bool]]:
+    """Logical records: physical lines joined until one ends in the separator + the row's own job id."""
     head, tail, cut, marker = b"", b"", False, b""
     while True:
         piece = stream.readline(MAX_RECORD)
@@ -90,16 +86,16 @@ def _records(stream: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
             if head:
                 yield head + tail, cut  # the stream ended inside a record: it will not parse
             return
-        if head and not cut and _whole_row(piece):
+        if head and not cut and _whole_row(piece, bsep):
             yield head, False  # a row whose end never came: it ends here, unread, and takes no others along
             head = b""
         if not head:
-            at = piece.find(_BSEP)
+            at = piece.find(bsep)
             first = piece[:at] if at > 0 else b""
             if not first.isdigit():
                 yield piece, False  # not the start of a row: count it, don't swallow what follows
                 continue
-            marker = _BSEP + first + b"\n"
+            marker = bsep + first + b"\n"
             if piece.endswith(marker):
                 yield piece, False  # the common case: one line, one row
                 continue
@@ -114,13 +110,13 @@ def _records(stream: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
             head, tail, cut = b"", b"", False
 
 
-def _whole_row(line: bytes) -> bool:
-    first = line.split(_BSEP, 1)[0]
-    return first.isdigit() and line.endswith(_BSEP + first + b"\n") and line.count(_BSEP) >= len(FIELDS) - 1
+def _whole_row(line: bytes, bsep: bytes) -> bool:
+    first = line.split(bsep, 1)[0]
+    return first.isdigit() and line.endswith(bsep + first + b"\n") and line.count(bsep) >= len(FIELDS) - 1
 
 
-def _row(text: str, cut: bool) -> AccountingRow:
-    fields = text.split(SEP)
+def _row(text: str, cut: bool, sep: str) -> AccountingRow:
+    fields = text.split(sep)
     fields[-1] = fields[-1].rstrip("\n")
     if len(fields) < len(FIELDS) or fields[0] != fields[-1]:
         return _unreadable(text)
@@ -131,7 +127,7 @@ def _row(text: str, cut: bool) -> AccountingRow:
     tres = fields[9]
     at = tres.find(_GPU)
     gpus = tres[at + len(_GPU):].split(",", 1)[0] if at >= 0 else "0"
-    comment = SEP.join(fields[14:-1])  # a delimiter inside the user's Comment made surplus fields
+    comment = sep.join(fields[14:-1])  # a delimiter inside the user's Comment made surplus fields
     # positional: this runs once per job, a million times for a year of a large cluster
     return AccountingRow(fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], elapsed, fields[7], n_nodes,
                          int(gpus) if gpus.isdigit() else 0, fields[10], fields[11], fields[12],

@@ -220,4 +220,5 @@ class SlurmCli:
         """Every job (all users) in the window, streamed from sacct: memory stays flat for millions."""
         from slurm_hooks.slurm.accounting import sacct_argv, stream_rows
 
-        yield from stream_rows(sacct_argv(since, until), self.accounting_timeout)
+        sep = fresh_separator()  # no comment can hold it, so none can forge a row
+        yield from stream_rows(sacct_argv(since, until, sep), self.accounting_timeout, sep)
