@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
-.PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser reliability cluster-up cluster-down clean
+.PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser reliability cluster-up cluster-down clean pyslurm
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,7 +21,7 @@ demo: venv  ## diagnose the embedded headline example
 test-unit: venv  ## everything that needs no Slurm daemons
 	$(BIN)/pytest -q -m "not slurm"
 
-test: venv browser  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
+test: venv browser pyslurm  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
 	$(MAKE) cluster-up
 	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q -m "not reliability"; rc=$$?; $(MAKE) cluster-down; exit $$rc
 
@@ -66,6 +66,13 @@ PREFIX    ?= /opt/slurm-hooks
 HOOKS_DIR ?= $(PREFIX)/hooks
 install:  ## self-contained install: PREFIX/venv, HOOKS_DIR scripts + slurm.conf.snippet (docs/operators/install.md)
 	deploy/install.sh "$(PREFIX)" "$(HOOKS_DIR)"
+
+# pyslurm for this host's Slurm, built from the vendored source once per machine (cached under
+# ~/.cache/slurm-hooks/pyslurm by pyslurm, Slurm and Python version): into .venv for the tests, and
+# for Debian's python3, which the dev cluster's hooks run (cluster-up installs it from the cache).
+pyslurm: venv
+	deploy/pyslurm/build-wheel.sh $(BIN)/python --install
+	deploy/pyslurm/build-wheel.sh /usr/bin/python3
 
 cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks
 	deploy/dev-cluster/cluster-up.sh

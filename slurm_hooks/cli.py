@@ -113,12 +113,12 @@ def _decode(args: argparse.Namespace) -> int:
 
     texts = [args.text] if args.text else []
     if args.job:
-        from slurm_hooks.slurm.client import SlurmCli, SlurmError
-
-        field = _config(strict=False).annotation.field
+        from slurm_hooks.hooks.deps import slurm_client  # the configured backend, as the Epilog wrote it
+        from slurm_hooks.slurm.client import SlurmError
+        config = _config(strict=False)
         try:  # only the field we write to: a record in the user's own Comment may be their forgery
-            comment, admin = SlurmCli(10.0).accounting_comments(args.job)
-            texts = [admin if field == "admin_comment" else comment]
+            comment, admin = slurm_client(config).accounting_comments(args.job)
+            texts = [admin if config.annotation.field == "admin_comment" else comment]
         except SlurmError as exc:
             print(f"slurm-hooks: {exc}", file=sys.stderr)
             return 2

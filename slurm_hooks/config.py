@@ -62,6 +62,10 @@ class Report(NamedTuple):
     repeat_root_min: int = 3  # a node that was the root of this many failures is listed for a person to check
 
 
+class SlurmSettings(NamedTuple):
+    backend: str = "auto"  # auto (pyslurm if it matches the running Slurm, else CLI) | cli | pyslurm
+
+
 class Config(NamedTuple):
     host_root: str = "/"  # where the host's /proc and /sys are seen (SUNK: slurmd runs in a pod)
     state_dir: str = DEFAULT_STATE_DIR  # per-job node facts for the TaskProlog
@@ -72,6 +76,7 @@ class Config(NamedTuple):
     annotation: Annotation = Annotation()
     limits: Limits = Limits()
     report: Report = Report()
+    slurm: SlurmSettings = SlurmSettings()
     rule_files: tuple[str, ...] = ()
     annotator: str = "epilog"  # epilog (the batch host's Epilog) | epilog_slurmctld
     log_timezone: str = "UTC"  # zone of the jobs' own log stamps (containers usually run in UTC)
@@ -83,10 +88,11 @@ class Config(NamedTuple):
 
 
 _CHOICES = {"annotation.field": ("admin_comment", "comment"), "annotation.mode": ("all", "failures", "shadow"),
+            "slurm.backend": ("auto", "cli", "pyslurm"),
             "ncore_sources.type": ("file", "env", "command"), "annotator": ("epilog", "epilog_slurmctld")}
-
-
-_Record = Config | Budgets | Annotation | Limits | Report | NcoreSource  # the record types a config section becomes
+_Record = Config | Budgets | Annotation | Limits | Report | SlurmSettings | NcoreSource  # what a section becomes
+_SECTIONS: dict[str, type[_Record]] = {"budgets": Budgets, "annotation": Annotation, "limits": Limits,
+                                       "slurm": SlurmSettings}
 
 
 def _check_keys(doc: dict[str, Any], cls: type[_Record], where: str, prefix: str) -> None:
@@ -167,12 +173,8 @@ def parse_config(text: str, where: str) -> Config:
     _check_keys(doc, Config, where, "")
     values: dict[str, Any] = {"source": where}
     for key, value in doc.items():
-        if key == "budgets":
-            values[key] = _section(value, Budgets, where, "budgets.")
-        elif key == "annotation":
-            values[key] = _section(value, Annotation, where, "annotation.")
-        elif key == "limits":
-            values[key] = _section(value, Limits, where, "limits.")
+        if key in _SECTIONS:
+            values[key] = _section(value, _SECTIONS[key], where, f"{key}.")
         elif key == "report":
             values[key] = _report(value, where)
         elif key == "ncore_sources":
@@ -191,14 +193,12 @@ def config_path() -> str:
 
 
 def _to_dict(config: Config) -> dict[str, Any]:
-    return {**config._asdict(), "budgets": config.budgets._asdict(), "annotation": config.annotation._asdict(),
-            "limits": config.limits._asdict(), "report": config.report._asdict(),
+    return {**config._asdict(), **{k: getattr(config, k)._asdict() for k in (*_SECTIONS, "report")},
             "ncore_sources": [n._asdict() for n in config.ncore_sources]}
 
 
 def _from_dict(doc: dict[str, Any]) -> Config:
-    return Config(**{**doc, "budgets": Budgets(**doc["budgets"]), "annotation": Annotation(**doc["annotation"]),
-                     "limits": Limits(**doc["limits"]), "report": Report(**doc["report"]),
+    return Config(**{**doc, **{k: cls(**doc[k]) for k, cls in {**_SECTIONS, "report": Report}.items()},
                      "ncore_sources": tuple(NcoreSource(**{**n, "argv": tuple(n["argv"])})
                                             for n in doc["ncore_sources"]),
                      "rule_files": tuple(doc["rule_files"])})

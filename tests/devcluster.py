@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -36,6 +37,25 @@ def require_cluster() -> None:
         if os.environ.get("SLURM_HOOKS_REQUIRE_CLUSTER") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+HOOKS_PYTHON = "/opt/slurm-hooks/venv/bin/python"  # what the cluster's hooks run (cluster-up.sh)
+
+
+def require_pyslurm() -> ModuleType:
+    """pyslurm here and in the hooks' venv (`make pyslurm`, then cluster-up); skip, or fail in CI."""
+    try:
+        import pyslurm
+    except Exception as exc:
+        reason = f"pyslurm does not import in the test venv ({type(exc).__name__}: {exc}): run `make pyslurm`"
+    else:
+        hooks = subprocess.run([HOOKS_PYTHON, "-c", "import pyslurm"], capture_output=True, text=True)
+        if hooks.returncode == 0:
+            return pyslurm
+        reason = f"pyslurm does not import in {HOOKS_PYTHON}: `make pyslurm`, then `make cluster-up`"
+    if os.environ.get("SLURM_HOOKS_REQUIRE_CLUSTER") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 def configure(host: str = "gb200-cdmm-driver", extra: str = "") -> None:

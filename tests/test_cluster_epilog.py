@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,21 @@ def cluster():
     dc.configure()
 
 
+@pytest.fixture(params=["cli", "pyslurm"])
+def backend(request) -> Iterator[str]:
+    """The hooks' Slurm backend for this test; afterwards the Epilog must have used exactly it."""
+    if request.param == "pyslurm":
+        dc.require_pyslurm()
+    dc.configure(extra=f"slurm: {{backend: {request.param}}}\n")
+    before = dc.HOOK_LOG.stat().st_size if dc.HOOK_LOG.exists() else 0
+    yield request.param
+    dc.configure()
+    with dc.HOOK_LOG.open() as log:
+        log.seek(before)
+        used = {json.loads(line).get("backend") for line in log if '"event": "slurm_backend' in line}
+    assert used == {request.param}, used
+
+
 def test_success_cancel_and_time_limit() -> None:
     ok = dc.submit("echo fine")
     cancelled = dc.submit("sleep 300")
@@ -41,7 +57,7 @@ def test_success_cancel_and_time_limit() -> None:
     assert dc.wait_annotated(timed_out)["label"] == "time_limit"
 
 
-def test_segfault_in_checkpoint_save_is_annotated() -> None:
+def test_segfault_in_checkpoint_save_is_annotated(backend: str) -> None:
     job = dc.submit(f"echo 'saving checkpoint at iteration 2000 to /ckpt'\n{SEGV}")
     assert dc.wait(job) == "FAILED"
     fields = dc.wait_annotated(job)
@@ -54,7 +70,7 @@ def test_segfault_in_checkpoint_save_is_annotated() -> None:
     assert "segfault at 0" in (SPOOL / "jobs" / job / "bundle/kernel" / f"{HOST}.log").read_text()
 
 
-def test_user_comment_stays_and_another_tools_admin_comment_is_left_alone() -> None:
+def test_user_comment_stays_and_another_tools_admin_comment_is_left_alone(backend: str) -> None:
     job = dc.submit(SEGV, args="--comment='Alice Own Comment: keep ME'")
     assert dc.wait(job) == "FAILED"
     dc.wait_annotated(job)
@@ -73,7 +89,7 @@ def test_user_comment_stays_and_another_tools_admin_comment_is_left_alone() -> N
     assert kept["label"] in ("cdmm_checkpoint_segfault", "app_segfault")
 
 
-def test_slurmdbd_outage_loses_nothing() -> None:
+def test_slurmdbd_outage_loses_nothing(backend: str) -> None:
     pid = int(Path("/run/slurmdbd.pid").read_text())
     os.kill(pid, 15)
     while dc.run("sacctmgr", "-n", "show", "cluster", check=False, timeout=30):

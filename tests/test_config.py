@@ -45,6 +45,8 @@ rule_files: [/etc/slurm-hooks/site-rules.yaml]
     ("budgets: {prolog_s: soon}", "key 'budgets.prolog_s' must be float"),
     ("budgets: {prolog_s: -1}", "must not be negative"),
     ("annotation: {field: notes}", "key 'annotation.field' must be one of admin_comment, comment"),
+    ("slurm: {backend: rest}", "key 'slurm.backend' must be one of auto, cli, pyslurm"),
+    ("slurm: {backnd: cli}", "unknown key 'slurm.backnd'"),
     ("state_dir: 5", "key 'state_dir' must be str"),
     ("ncore_sources: [{type: url}]", "key 'ncore_sources.type' must be one of file, env, command"),
     ("ncore_sources: [{type: command}]", "key 'ncore_sources[0].argv' is required"),

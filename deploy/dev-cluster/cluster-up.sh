@@ -37,6 +37,8 @@ fi
 # a venv from Debian's python3, hook scripts with absolute paths and their slurm.conf snippet
 say "installing slurm-hooks from $REPO into $PREFIX (make install)"
 "$REPO/deploy/install.sh" "$PREFIX" /etc/slurm/hooks >/dev/null
+# pyslurm from the wheel cache `make pyslurm` fills (never built here): tests run each Slurm backend
+"$REPO/deploy/pyslurm/build-wheel.sh" "$PREFIX/venv/bin/python" --install-if-cached || say "pyslurm not installed"
 install -d -m 0755 "$DEVROOT" /etc/slurm-hooks /var/spool/slurm-hooks
 rm -rf "$DEVROOT/hosts"; cp -r "$REPO/tests/fixtures/hosts" "$DEVROOT/hosts"; chmod -R a+rX "$DEVROOT"
 cat > /etc/slurm-hooks/config.yaml <<CFG

@@ -53,9 +53,10 @@ def real_deps() -> DoctorDeps:
     from slurm_hooks.facts.gpu import NvmlQuery
 
     def backend(config: Config) -> str:
-        from slurm_hooks.hooks.deps import slurm_client  # where slurm.backend picks the client
+        from slurm_hooks.slurm.backend import select  # what open_slurm gives the hooks
 
-        return type(slurm_client(config)).__name__
+        choice = select(config)
+        return f"{choice.backend} ({choice.reason})"
 
     return DoctorDeps(gpu=NvmlQuery(2.0), run=lambda argv, t: run_bounded(argv, t, env=TOOL_ENV),
                       slurm_backend=backend)

@@ -19,7 +19,8 @@ from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
 from slurm_hooks.facts.host import node_name
 from slurm_hooks.hooklog import Log
 from slurm_hooks.metrics import Metrics
-from slurm_hooks.slurm.client import Slurm, SlurmCli
+from slurm_hooks.slurm.backend import open_slurm
+from slurm_hooks.slurm.client import Slurm
 from slurm_hooks.spool import Spool
 
 Diagnose = Callable[[Path, Config], dict[str, Any]]  # bundle dir, config (rule files, limits) -> diagnosis
@@ -48,14 +49,9 @@ class EpilogDeps:
     metrics: Metrics | None = None  # counts diagnoses by label (docs/operators/metrics.md)
 
 
-def slurm_client(config: Config) -> Slurm:
-    """The one place the real Slurm client is built (hooks and `slurm-hooks flush` alike)."""
-    return SlurmCli(config.budgets.command_s)
-
-
 def real_deps(config: Config, log: Log) -> EpilogDeps:
     return EpilogDeps(
-        slurm=slurm_client(config), spool=Spool(config.spool_dir), outbox=Outbox(Path(config.spool_dir)),
+        slurm=open_slurm(config, log), spool=Spool(config.spool_dir), outbox=Outbox(Path(config.spool_dir)),
         gpu=NvmlQuery(config.budgets.nvml_call_s), kernel=HostKernelLog(config.budgets.command_s),
         clock=SystemClock(), log=log, node=node_name(), metrics=Metrics(config.state_dir, config.metrics_file),
     )

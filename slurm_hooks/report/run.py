@@ -104,6 +104,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
             with open(args.input, "rb") if args.input != "-" else sys.stdin.buffer as stream:
                 doc = report(parse_rows(stream), config, filters, since, until, args.details)
         else:
+            # Always sacct, not open_slurm: pyslurm 22.5's accounting record has no AllocTRES (GPU-hours).
             rows = SlurmCli(config.budgets.command_s).accounting_between(since, until)
             doc = report(rows, config, filters, since, until, args.details)
     except (SlurmError, OSError) as exc:

@@ -1,0 +1,111 @@
+"""The Slurm Protocol through pyslurm: libslurm in-process, no fork and no text to parse per call.
+
+Built for the pyslurm release line that matches the running Slurm (backend.py checks that before
+this class is made). Differences from the CLI, on purpose visible:
+* comments keep case and quotes (sacctmgr 22.05 lowercases them and turns quotes into backticks);
+* pyslurm reads exit codes through WEXITSTATUS and takes 128 off codes >= 128, so a batch script
+  that ends with `exit 139` reads 11:0 here and 139:0 through scontrol (the Epilog takes the exit
+  code from SLURM_JOB_EXIT_CODE2 anyway);
+* pyslurm 22.5's accounting job has no AllocTRES, so `n_gpus` in `accounting_between` is 0.
+* a call cannot be given a timeout: libslurm's own MessageTimeout bounds it, the hook's budget
+  bounds the hook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from types import ModuleType
+from typing import Any
+
+from slurm_hooks.slurm.client import AccountingRow, JobRecord, NotInAccountingYet, SlurmError, final_state
+
+
+def _stamp(epoch: int | None) -> str:
+    """Slurm's own text form: naive local time, 'Unknown' when unset (what scontrol and sacct print)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(epoch)) if epoch else "Unknown"
+
+
+def _exit(code: int | None, signal: int | None) -> str:
+    return f"{code or 0}:{signal or 0}"
+
+
+class SlurmPyslurm:
+    def __init__(self, pyslurm: ModuleType) -> None:
+        self.ps = pyslurm
+
+    @contextlib.contextmanager
+    def _call(self, what: str) -> Iterator[None]:
+        """pyslurm's errors as the Protocol's: every failure is a SlurmError the caller handles."""
+        try:
+            yield
+        except (self.ps.PyslurmError, ValueError, OSError) as exc:
+            raise SlurmError(f"pyslurm {what}: {type(exc).__name__}: {exc}") from None
+
+    def _accounting(self, job_id: str) -> Any:
+        """The accounting record (pyslurm.db.Job); a JobFilter, never a Jobs collection (pyslurm bug)."""
+        with self._call("db.Jobs.load"):
+            jobs = self.ps.db.Jobs.load(self.ps.db.JobFilter(ids=[int(job_id)]))
+            found = [job for job in jobs.values() if str(job.id) == job_id]
+        if not found:
+            raise NotInAccountingYet(f"pyslurm: no accounting record for job {job_id} yet")
+        return found[0]
+
+    def job(self, job_id: str) -> JobRecord:
+        """slurmctld's view (works while slurmdbd is down), with accounting's final state when it has one."""
+        with self._call("Job.load"):
+            live = self.ps.Job.load(int(job_id))
+            exit_code = _exit(live.exit_code, live.exit_code_signal)
+            state = final_state(live.state or "", exit_code, live.state_reason or "")
+            derived = _exit(live.derived_exit_code, live.derived_exit_code_signal)
+            record = JobRecord(job_id=job_id, state=state, exit_code=exit_code, derived_exit_code=derived,
+                               start=_stamp(live.start_time), end=_stamp(live.end_time),
+                               node_list=live.allocated_nodes or "", batch_host=live.batch_host or "",
+                               std_out=live.standard_output or "", std_err=live.standard_error or "",
+                               work_dir=live.working_directory or "", comment=live.comment or "",
+                               admin_comment=live.admin_comment or "")
+        try:
+            stored = self._accounting(job_id)
+        except SlurmError:
+            return record
+        from dataclasses import replace
+
+        return replace(record, state=(stored.state or "").split(" ")[0] or state,
+                       derived_exit_code=_exit(stored.derived_exit_code, stored.derived_exit_code_signal))
+
+    def accounting_comments(self, job_id: str) -> tuple[str, str]:
+        stored = self._accounting(job_id)
+        return stored.comment or "", stored.admin_comment or ""
+
+    def set_job_field(self, job_id: str, field: str, value: str) -> None:
+        """Through slurmdbd (a finished job's live record refuses changes): db.Jobs.modify with a JobFilter."""
+        changes = self.ps.db.Job(**{field: value})
+        try:
+            with self._call("db.Jobs.modify"):
+                changed = self.ps.db.Jobs.modify(self.ps.db.JobFilter(ids=[int(job_id)]), changes)
+        except SlurmError as exc:
+            if "Nothing was modified" in str(exc):
+                raise NotInAccountingYet(f"pyslurm: job {job_id} not in accounting yet") from None
+            raise
+        if int(job_id) not in changed:
+            raise NotInAccountingYet(f"pyslurm: job {job_id} not in accounting yet")
+
+    def hostnames(self, node_list: str) -> list[str]:
+        with self._call("nodelist_from_range_str"):
+            return list(self.ps.utils.nodelist_from_range_str(node_list))
+
+    def accounting_between(self, since: datetime, until: datetime) -> Iterator[AccountingRow]:
+        """Every job (all users) in the window, like `sacct -a -X -S since -E until`."""
+        window = self.ps.db.JobFilter(start_time=int(since.timestamp()), end_time=int(until.timestamp()))
+        with self._call("db.Jobs.load"):
+            jobs = self.ps.db.Jobs.load(window)
+        for job in sorted(jobs.values(), key=lambda j: int(j.id)):
+            yield AccountingRow(
+                job_id=str(job.id), state=job.state or "", exit_code=_exit(job.exit_code, job.exit_code_signal),
+                derived_exit_code=_exit(job.derived_exit_code, job.derived_exit_code_signal),
+                start=_stamp(job.start_time), end=_stamp(job.end_time), elapsed_s=int(job.elapsed_time or 0),
+                node_list=job.nodelist or "", n_nodes=int(job.num_nodes or 0), n_gpus=0,
+                partition=job.partition or "", user=job.user_name or "", account=job.account or "",
+                comment=job.comment or "", admin_comment=job.admin_comment or "")

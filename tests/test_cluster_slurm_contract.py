@@ -1,0 +1,146 @@
+"""One contract, two implementations: the CLI and pyslurm give the same answers against the real
+dev cluster, and either reads what the other wrote."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import asdict
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from slurm_hooks.slurm.annotation import decode
+from slurm_hooks.slurm.client import NotInAccountingYet, Slurm, SlurmCli, SlurmError
+from tests import devcluster as dc
+
+pytestmark = pytest.mark.slurm
+HOST = os.uname().nodename.split(".")[0]
+BACKENDS = ("cli", "pyslurm")
+
+
+@pytest.fixture(scope="module")
+def backends() -> dict[str, Slurm]:
+    dc.require_cluster()
+    dc.configure()
+    pyslurm = dc.require_pyslurm()
+    from slurm_hooks.slurm.pyslurm_backend import SlurmPyslurm
+
+    return {"cli": SlurmCli(10.0), "pyslurm": SlurmPyslurm(pyslurm)}
+
+
+@pytest.fixture(params=BACKENDS)
+def slurm(request, backends: dict[str, Slurm]) -> Slurm:
+    return backends[request.param]
+
+
+def in_accounting(job_id: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while dc.sacct_fields(job_id, "State")[0].split(" ")[0] not in dc.FINAL:
+        assert time.monotonic() < deadline, f"job {job_id} not final in accounting"
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def finished(backends) -> str:
+    """A job that ended with exit 3 and a user comment with case and quotes."""
+    job = dc.submit("exit 3", args="--comment='Alice \"Quoted\" Text'")
+    assert dc.wait(job) == "FAILED"
+    in_accounting(job)
+    return job
+
+
+def test_a_running_job_reads_the_same(backends: dict[str, Slurm]) -> None:
+    job = dc.submit("sleep 60", args="--comment='Keep Me'")
+    try:
+        dc.wait_running(job)
+        cli, ps = (backends[name].job(job) for name in BACKENDS)
+        assert asdict(ps) == asdict(cli)
+        assert (ps.state, ps.batch_host, ps.node_list, ps.comment) == ("RUNNING", HOST, HOST, "Keep Me")
+        assert ps.std_out == str(dc.JOBS / f"{job}.out") and ps.work_dir.startswith("/")
+        assert ps.start[:4].isdigit() and ps.exit_code == "0:0"
+    finally:
+        dc.run("scancel", job)
+
+
+def test_a_finished_job_reads_the_same(backends: dict[str, Slurm], finished: str) -> None:
+    cli, ps = (backends[name].job(finished) for name in BACKENDS)
+    assert asdict(ps) == asdict(cli)
+    assert (ps.state, ps.exit_code) == ("FAILED", "3:0")
+    comments = {name: backends[name].accounting_comments(finished) for name in BACKENDS}
+    assert comments["cli"] == comments["pyslurm"] == ('Alice "Quoted" Text', "")
+
+
+@pytest.mark.parametrize("writer", BACKENDS)
+@pytest.mark.parametrize("field", ["admin_comment", "comment"])
+def test_what_one_writes_the_other_reads(backends: dict[str, Slurm], finished: str, writer: str,
+                                         field: str) -> None:
+    """Our record is lowercase by design, so both writers store it byte for byte and decode agrees."""
+    record = f"slurm-hooks/v1 label=app_segfault node={HOST.lower()} rank=0 exit=139:0 by={writer}"
+    backends[writer].set_job_field(finished, field, record)
+    read = {name: backends[name].accounting_comments(finished) for name in BACKENDS}
+    assert read["cli"] == read["pyslurm"]
+    stored = read["cli"][0 if field == "comment" else 1]
+    assert stored == record and decode(stored) == decode(record) and decode(stored)["label"] == "app_segfault"
+    backends["pyslurm"].set_job_field(finished, "comment", 'Alice "Quoted" Text')  # as the fixture made it
+
+
+def test_pyslurm_keeps_case_and_quotes_where_sacctmgr_does_not(backends: dict[str, Slurm], finished: str) -> None:
+    text = 'Mixed "Quoted" Case'
+    backends["pyslurm"].set_job_field(finished, "admin_comment", text)
+    assert backends["cli"].accounting_comments(finished)[1] == text
+    backends["cli"].set_job_field(finished, "admin_comment", text)
+    assert backends["pyslurm"].accounting_comments(finished)[1] == "mixed `quoted` case"  # sacctmgr 22.05
+
+
+def test_an_unknown_job_is_not_in_accounting_yet(slurm: Slurm) -> None:
+    with pytest.raises(NotInAccountingYet):
+        slurm.accounting_comments("99999990")
+    with pytest.raises(NotInAccountingYet):
+        slurm.set_job_field("99999990", "admin_comment", "slurm-hooks/v1 label=x")
+    with pytest.raises(SlurmError):
+        slurm.job("99999990")
+
+
+def test_hostnames(slurm: Slurm) -> None:
+    assert slurm.hostnames(HOST) == [HOST]
+    assert slurm.hostnames("gb-r03-c[07-09],cpu1") == ["gb-r03-c07", "gb-r03-c08", "gb-r03-c09", "cpu1"]
+
+
+def test_accounting_between_gives_the_same_rows(backends: dict[str, Slurm], finished: str) -> None:
+    since = datetime.now().astimezone() - timedelta(minutes=30)
+    ok = dc.submit("echo fine")
+    assert dc.wait(ok) == "COMPLETED"
+    in_accounting(ok)
+    until = datetime.now().astimezone() + timedelta(minutes=1)
+    rows = {name: {r.job_id: r for r in backends[name].accounting_between(since, until)} for name in BACKENDS}
+    assert {ok, finished} <= set(rows["cli"]) and set(rows["cli"]) == set(rows["pyslurm"])
+    for job in (ok, finished):
+        cli, ps = asdict(rows["cli"][job]), asdict(rows["pyslurm"][job])
+        cli["state"] = cli["state"].split(" ")[0]  # sacct says "CANCELLED by 0"; pyslurm the state alone
+        assert ps == cli
+    assert (rows["pyslurm"][ok].state, rows["pyslurm"][ok].user, rows["pyslurm"][ok].n_nodes) == ("COMPLETED",
+                                                                                                   "alice", 1)
+
+
+def test_with_slurmdbd_down_accounting_is_unavailable_not_missing(backends: dict[str, Slurm],
+                                                                   finished: str) -> None:
+    """The outbox keeps an annotation on `unavailable` and retries soon on `not yet`: keep them apart."""
+    pid = int(Path("/run/slurmdbd.pid").read_text())
+    os.kill(pid, 15)
+    try:
+        while dc.run("sacctmgr", "-n", "show", "cluster", check=False, timeout=30):
+            time.sleep(0.5)
+        for name in BACKENDS:
+            with pytest.raises(SlurmError) as err:
+                backends[name].accounting_comments(finished)
+            assert not isinstance(err.value, NotInAccountingYet), name
+            assert backends[name].job(finished).exit_code == "3:0"  # slurmctld still answers
+    finally:
+        subprocess.run(["/usr/sbin/slurmdbd"], check=True)
+    deadline = time.monotonic() + 60
+    while not dc.run("sacctmgr", "-n", "show", "cluster", check=False, timeout=30):
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
