@@ -1,41 +1,43 @@
 #!/bin/bash
 # Build pyslurm from the vendored source against this host's Slurm (Debian's libslurm-dev) once per
-# machine, cache the wheel, and install it into a venv.
-#   usage: build-wheel.sh PYTHON [--install]     PYTHON: the interpreter the wheel is for
-# Cache: ~/.cache/slurm-hooks/pyslurm/pyslurm-<ver>-slurm-<ver>-<cpXY>/ -- a wheel depends on exactly the
-# pyslurm source, the Slurm headers/library it was compiled against, and the Python ABI (cpXY), so
-# 3.11.2 and 3.11.7 share one wheel.
+# machine, cache the wheel, and install it into the interpreter's environment.
+#   usage: build-wheel.sh PYTHON [--install | --install-if-cached]
+#     PYTHON               the interpreter the wheel is for (a venv's bin/python)
+#     --install            build if not cached, then install
+#     --install-if-cached  install only a wheel already in the cache; never build (cluster-up)
+# Cache: ~/.cache/slurm-hooks/pyslurm/pyslurm-<ver>-slurm-<ver>-<cpXY>/ : a wheel depends on exactly the
+# pyslurm source, the Slurm it was compiled against and the Python ABI (3.11.2 and 3.11.7 share cp311).
+# Source: $PYSLURM_SRC, else the vendored pyslurm-*.tar.gz (shared/vendor/ beside the repo).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-SRC=${PYSLURM_SRC:-$(ls "$REPO"/../../shared/vendor/pyslurm-*.tar.gz /work/shared/vendor/pyslurm-*.tar.gz 2>/dev/null | head -1)}
-CACHE=${SLURM_HOOKS_CACHE:-$HOME/.cache/slurm-hooks}/pyslurm
-PY=$1; INSTALL=${2:-}
+CACHE=${SLURM_HOOKS_PYSLURM_CACHE:-$HOME/.cache/slurm-hooks/pyslurm}
+PY=$1; MODE=${2:-}
 say() { printf '[pyslurm %s] %s\n' "$(date +%T)" "$*" >&2; }
+apt_install() { DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -q --no-install-recommends "$@" >/dev/null; }
 
-[ -n "$SRC" ] && [ -f "$SRC" ] || { say "no vendored pyslurm source (set PYSLURM_SRC)"; exit 2; }
+SRC=${PYSLURM_SRC:-}
+if [ -z "$SRC" ]; then
+  for dir in "$REPO/../../shared/vendor" "$REPO/../shared/vendor" /work/shared/vendor; do
+    SRC=$(ls "$dir"/pyslurm-*.tar.gz 2>/dev/null | head -1) && [ -n "$SRC" ] && break
+  done
+fi
+[ -n "$SRC" ] && [ -f "$SRC" ] || { say "no pyslurm source: set PYSLURM_SRC=/path/to/pyslurm-X.Y.Z.tar.gz"; exit 2; }
 PYSLURM_VER=$(basename "$SRC" .tar.gz); PYSLURM_VER=${PYSLURM_VER#pyslurm-}        # e.g. 22.5.3
-
-# pyslurm's release line X.Y.* builds only against Slurm X.Y (Y zero-padded); the tag for each Slurm:
-matching_tag() {
-  case "$1" in
-    22.05) echo v22.5.3 ;; 23.02) echo v23.2.3 ;; 23.11) echo v23.11.1 ;; 24.05) echo v24.5.1 ;;
-    24.11) echo v24.11.0 ;; 25.05) echo v25.5.0 ;; 25.11) echo v25.11.2 ;; *) echo "none known" ;;
-  esac
-}
 
 H=/usr/include/slurm/slurm_version.h
 if [ ! -f "$H" ] || [ ! -e /usr/lib/x86_64-linux-gnu/libslurm.so ]; then
   say "installing libslurm-dev (Slurm headers + libslurm.so)"
-  DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -q --no-install-recommends libslurm-dev >/dev/null
+  apt_install libslurm-dev
 fi
 hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER \(0x[0-9a-fA-F]*\).*/\1/p' "$H")
 SLURM_VER=$(printf '%d.%02d.%d' $(( hex >> 16 & 255 )) $(( hex >> 8 & 255 )) $(( hex & 255 )))   # e.g. 22.05.8
-SLURM_MM=${SLURM_VER%.*}
-IFS=. read -r pmaj pmin _ <<<"$PYSLURM_VER"; WANT=$(printf '%s.%02d' "$pmaj" "$pmin")
-if [ "$SLURM_MM" != "$WANT" ]; then
-  say "this host has Slurm $SLURM_VER; the vendored pyslurm $PYSLURM_VER builds only against Slurm $WANT."
-  say "for Slurm $SLURM_MM use pyslurm tag $(matching_tag "$SLURM_MM") (https://github.com/PySlurm/pyslurm/tags) via PYSLURM_SRC=..."
+matrix() { PYTHONPATH=$REPO "$PY" -m slurm_hooks.slurm.pyslurm_matrix "$@"; }
+WANT=$(PYTHONPATH=$REPO "$PY" -c "from slurm_hooks.slurm.pyslurm_matrix import slurm_line; print(slurm_line('$PYSLURM_VER'))")
+if [ "${SLURM_VER%.*}" != "$WANT" ]; then
+  say "this host has Slurm $SLURM_VER, but pyslurm $PYSLURM_VER builds only against Slurm $WANT."
+  say "for Slurm ${SLURM_VER%.*} build pyslurm tag $(matrix "$SLURM_VER") (https://github.com/PySlurm/pyslurm/tags):"
+  say "  PYSLURM_SRC=/path/to/pyslurm-<tag>.tar.gz $0 $*"
   exit 3
 fi
 
@@ -43,24 +45,25 @@ ABI=$("$PY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}
 KEY=pyslurm-$PYSLURM_VER-slurm-$SLURM_VER-$ABI
 DIR=$CACHE/$KEY
 if ! ls "$DIR"/pyslurm-*.whl >/dev/null 2>&1; then
-  say "building $KEY (single-threaded Cython, ~8 min on 2 cores; once per machine)"
-  "$PY" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' || {
-    say "installing python3-dev for $PY's headers"
-    DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -q --no-install-recommends python3-dev >/dev/null; }
-  command -v gcc >/dev/null || DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -q gcc >/dev/null
+  if [ "$MODE" = --install-if-cached ]; then say "no cached $KEY (make pyslurm builds it); not installed"; exit 0; fi
+  say "building $KEY: single-threaded Cython, ~8 min on 2 cores, once per machine"
+  "$PY" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' ||
+    { say "installing python3-dev for $PY's headers"; apt_install python3-dev; }
+  command -v gcc >/dev/null || apt_install gcc libc6-dev
   work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
   "$PY" -m venv "$work/venv"
-  "$work/venv/bin/pip" install -q "Cython>=0.29.30,<3.0" "setuptools==59.2.0" "wheel==0.37.0"
+  "$work/venv/bin/pip" install -q "Cython>=0.29.30,<3.0" "setuptools==59.2.0" "wheel==0.37.0"   # pyslurm's pins
   tar xzf "$SRC" -C "$work"
   ( cd "$work/pyslurm-$PYSLURM_VER" &&
     SLURM_INCLUDE_DIR=/usr/include SLURM_LIB_DIR=/usr/lib/x86_64-linux-gnu \
       "$work/venv/bin/pip" wheel -q --no-build-isolation --no-deps -w "$work/dist" . ) > "$work/build.log" 2>&1 ||
     { tail -30 "$work/build.log" >&2; say "build failed"; exit 1; }
-  mkdir -p "$DIR.tmp" && mv "$work"/dist/pyslurm-*.whl "$DIR.tmp/" && rm -rf "$DIR" && mv "$DIR.tmp" "$DIR"   # atomic: no half cache
-  say "cached $(ls "$DIR")"
+  mkdir -p "$CACHE" && rm -rf "$DIR.tmp" && mkdir "$DIR.tmp" && mv "$work"/dist/pyslurm-*.whl "$DIR.tmp/"
+  rm -rf "$DIR" && mv "$DIR.tmp" "$DIR"   # a cache entry is whole or absent
+  say "cached $DIR/$(ls "$DIR")"
 fi
 WHEEL=$(ls "$DIR"/pyslurm-*.whl | head -1)
-echo "$WHEEL"
-if [ "$INSTALL" = --install ]; then
-  "$PY" -m pip install -q --no-deps --force-reinstall "$WHEEL" && say "installed into $("$PY" -c 'import sys; print(sys.prefix)')"
+if [ -n "$MODE" ]; then
+  "$PY" -m pip install -q --no-deps --force-reinstall "$WHEEL"
+  say "installed $(basename "$WHEEL") into $("$PY" -c 'import sys; print(sys.prefix)')"
 fi

@@ -60,8 +60,11 @@ class SlurmPyslurm:
             exit_code = _exit(live.exit_code, live.exit_code_signal)
             state = final_state(live.state or "", exit_code, live.state_reason or "")
             derived = _exit(live.derived_exit_code, live.derived_exit_code_signal)
+            end = live.end_time
+            if live.time_limit is None and end and end > time.time():  # as scontrol: no limit, not ended yet
+                end = None
             record = JobRecord(job_id=job_id, state=state, exit_code=exit_code, derived_exit_code=derived,
-                               start=_stamp(live.start_time), end=_stamp(live.end_time),
+                               start=_stamp(live.start_time), end=_stamp(end),
                                node_list=live.allocated_nodes or "", batch_host=live.batch_host or "",
                                std_out=live.standard_output or "", std_err=live.standard_error or "",
                                work_dir=live.working_directory or "", comment=live.comment or "",
