@@ -115,6 +115,7 @@ def _decode(args: argparse.Namespace) -> int:
     if args.job:
         from slurm_hooks.hooks.deps import slurm_client  # the configured backend, as the Epilog wrote it
         from slurm_hooks.slurm.client import SlurmError
+
         config = _config(strict=False)
         try:  # only the field we write to: a record in the user's own Comment may be their forgery
             comment, admin = slurm_client(config).accounting_comments(args.job)

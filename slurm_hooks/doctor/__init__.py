@@ -53,7 +53,7 @@ def real_deps() -> DoctorDeps:
     from slurm_hooks.facts.gpu import NvmlQuery
 
     def backend(config: Config) -> str:
-        from slurm_hooks.slurm.backend import select  # what open_slurm gives the hooks
+        from slurm_hooks.slurm.backend import select  # what slurm_client gives the hooks
 
         choice = select(config)
         return f"{choice.backend} ({choice.reason})"

@@ -49,9 +49,14 @@ class EpilogDeps:
     metrics: Metrics | None = None  # counts diagnoses by label (docs/operators/metrics.md)
 
 
+def slurm_client(config: Config, log: Log | None = None) -> Slurm:
+    """The one place the real Slurm client is built (hooks, flush, decode): slurm.backend picks CLI or pyslurm."""
+    return open_slurm(config, log)
+
+
 def real_deps(config: Config, log: Log) -> EpilogDeps:
     return EpilogDeps(
-        slurm=open_slurm(config, log), spool=Spool(config.spool_dir), outbox=Outbox(Path(config.spool_dir)),
+        slurm=slurm_client(config, log), spool=Spool(config.spool_dir), outbox=Outbox(Path(config.spool_dir)),
         gpu=NvmlQuery(config.budgets.nvml_call_s), kernel=HostKernelLog(config.budgets.command_s),
         clock=SystemClock(), log=log, node=node_name(), metrics=Metrics(config.state_dir, config.metrics_file),
     )

@@ -72,10 +72,12 @@ def select(config: Config) -> Choice:
                           lambda: running_slurm_version(config.budgets.command_s))
 
 
-def open_slurm(config: Config, log: Log, choice: Choice | None = None) -> Slurm:
+def open_slurm(config: Config, log: Log | None = None, choice: Choice | None = None) -> Slurm:
     """The Slurm client for this run, and one log line saying which and why (a warning on fallback)."""
+    from slurm_hooks.hooklog import HookLog
     from slurm_hooks.slurm.client import SlurmCli
 
+    log = log or HookLog(config.log_file, "slurm-hooks")
     choice = choice or select(config)
     if choice.fell_back:
         log.warning("slurm_backend_fallback", backend=choice.backend, wanted=choice.wanted, reason=choice.reason)
