@@ -37,9 +37,10 @@ def slurm(request, backends: dict[str, Slurm]) -> Slurm:
 
 
 def fields(record: JobRecord | AccountingRow) -> dict[str, object]:
-    """A record as a dict; a time Slurm has not set is '' whichever tool spells it ('Unknown', 'N/A')."""
+    """A record as a dict; a time Slurm has not set is '' however the tool spells it (scontrol 'Unknown',
+    squeue 'NONE' for a running job without a time limit, 'N/A')."""
     out = asdict(record)
-    return {k: "" if k in ("start", "end") and v in ("Unknown", "N/A") else v for k, v in out.items()}
+    return {k: "" if k in ("start", "end") and v in ("Unknown", "NONE", "N/A") else v for k, v in out.items()}
 
 
 def in_accounting(job_id: str, timeout: float = 30) -> None:
