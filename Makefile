@@ -56,6 +56,7 @@ bench: venv  ## speed claims, as ratios against baselines measured in the same r
 	$(BIN)/python bench/scan_throughput.py
 	$(BIN)/python bench/epilog_wall.py
 	$(BIN)/python bench/report_scale.py
+	$(BIN)/python bench/multinode_latency.py
 
 browser:  ## Debian's chromium, which the HTML report test drives through playwright (no browser download)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] || { echo "make browser: run as root" >&2; exit 1; }; \

@@ -84,6 +84,7 @@ class Config(NamedTuple):
     spool_max_mb: int = 2048  # and the oldest go first past this size
     max_log_read_mb: int = 64  # tail of each job log copied into a bundle
     metrics_file: str = "/var/lib/node_exporter/textfile_collector/slurm_hooks.prom"  # if its dir exists; "" = off
+    kernel_log_file: str = ""  # this node's kernel lines from this file, not the journal or /dev/kmsg
     source: str = "(defaults)"
 
 

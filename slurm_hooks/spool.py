@@ -91,8 +91,22 @@ class Spool:
         try:
             with opened_dir(self.root, self._parts(job_id, "parts/")[0]) as fd:
                 return {n.removesuffix(".done") for n in os.listdir(fd) if n.endswith(".done")}
-        except OSError:  # none yet, or a planted link where the job's dir should be: no part is done
+        except OSError:  # none yet, not yet handed over to us, or a planted link where the job's dir should be
             return set()
+
+    def hand_over(self, job_id: str) -> None:
+        """Give `jobs/`, the job's tree and `outbox/` to the spool root's owner. With `annotator:
+        epilog_slurmctld` that owner is SlurmUser: its EpilogSlurmctld reads every node's part and
+        writes the diagnosis and the outbox. A no-op unless root writes a spool owned by another."""
+        owner = os.stat(self.root)
+        if os.geteuid() != 0 or owner.st_uid == 0:
+            return
+        ids = owner.st_uid, owner.st_gid
+        with opened_dir(self.root, []) as root:
+            os.chown("jobs", *ids, dir_fd=root, follow_symlinks=False)
+            _chown_tree(root, "outbox", *ids)
+        with opened_dir(self.root, ["jobs"]) as jobs:
+            _chown_tree(jobs, self.job_dir(job_id).name, *ids)
 
     def save_diagnosis(self, job_id: str, diagnosis: dict[str, Any]) -> None:
         self.write(job_id, "diagnosis.json", json.dumps(diagnosis, indent=1) + "\n")
@@ -151,6 +165,15 @@ def _remove_tree(parent: int, name: str) -> str | None:
     except FileNotFoundError:
         return None
     return errors[0] if errors else "still present"
+
+
+def _chown_tree(parent: int, name: str, uid: int, gid: int) -> None:
+    """Links are not followed; a file renamed or removed meanwhile (a writer's temporary) is skipped."""
+    for _root, _dirs, files, fd in os.fwalk(name, dir_fd=parent, follow_symlinks=False):
+        os.fchown(fd, uid, gid)
+        for entry in files:
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(entry, uid, gid, dir_fd=fd, follow_symlinks=False)
 
 
 def _size(parent: int, name: str) -> int:

@@ -11,8 +11,11 @@ from types import ModuleType
 
 import pytest
 
-CONFIG = Path("/etc/slurm-hooks/config.yaml")
+CONFIG = Path("/etc/slurm-hooks/config.yaml")  # the controller's hook and the operator's CLI read this one
+NODE_CONFIGS = Path("/etc/slurm-hooks/nodes")  # each node's hooks read <node>.yaml (cluster-up.sh)
 HOSTS = Path("/var/lib/slurm-hooks-dev/hosts")
+KERNEL_LOGS = Path("/var/lib/slurm-hooks-dev/kernel")  # each node's stand-in kernel log: <node>.log
+FIRST = os.uname().nodename.split(".")[0]  # the node named after this host: single-node jobs run here
 HOOK_LOG = Path("/var/log/slurm-hooks.log")
 JOBS = Path("/home/alice/jobs")
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
@@ -26,13 +29,23 @@ def run(*cmd: str, timeout: float = 30, check: bool = True) -> str:
     return out.stdout
 
 
-def require_cluster() -> None:
+def nodes() -> list[str]:
+    """The compute nodes cluster-up.sh started: FIRST, then FIRST-2, -3, -4 (or FIRST alone)."""
+    try:
+        return Path("/run/slurm-hooks-dev/nodes").read_text().split()
+    except OSError:
+        return [FIRST]
+
+
+def require_cluster(min_nodes: int = 1) -> None:
     """Skip where no dev cluster runs; fail instead when the run demands one (make test, CI)."""
     reason = None
     if os.geteuid() != 0:
         reason = "the dev-cluster tests run as root (they rewrite /etc/slurm-hooks/config.yaml)"
     elif subprocess.run(["scontrol", "ping"], capture_output=True).returncode != 0 or not HOSTS.is_dir():
         reason = "no dev cluster running: `make cluster-up` starts one"
+    elif len(nodes()) < min_nodes:
+        reason = f"the dev cluster runs {len(nodes())} node(s), this test needs {min_nodes}: plain `make cluster-up`"
     if reason:
         if os.environ.get("SLURM_HOOKS_REQUIRE_CLUSTER") == "1":
             pytest.fail(reason)
@@ -58,9 +71,30 @@ def require_pyslurm() -> ModuleType:
     pytest.skip(reason)
 
 
-def configure(host: str = "gb200-cdmm-driver", extra: str = "") -> None:
-    CONFIG.write_text(f"host_root: {HOSTS / host}\nncore_sources: [{{type: file, path: /etc/ncore-release}}]\n"
-                      f"log_file: {HOOK_LOG}\n{extra}")
+def configure(host: str = "gb200-cdmm-driver", extra: str = "", hosts: dict[str, str] | None = None,
+              kernel_files: bool = False) -> None:
+    """Every node's config (and the controller's): `host` fixture unless `hosts` names another for a
+    node; each node its own state dir, and with `kernel_files` its own kernel log (KERNEL_LOGS)."""
+    def text(fixture: str, own: str) -> str:
+        return (f"host_root: {HOSTS / fixture}\nncore_sources: [{{type: file, path: /etc/ncore-release}}]\n"
+                f"log_file: {HOOK_LOG}\n{extra}{own}")
+
+    CONFIG.write_text(text(host, ""))
+    for node in nodes():
+        own = "" if "state_dir:" in extra else f"state_dir: {state_dir(node)}\n"
+        if kernel_files:
+            own += f"kernel_log_file: {KERNEL_LOGS / node}.log\n"
+        (NODE_CONFIGS / f"{node}.yaml").write_text(text((hosts or {}).get(node, host), own))
+
+
+def write_config(text: str) -> None:
+    """The same raw text as every config (for broken-config tests)."""
+    for path in [CONFIG, *(NODE_CONFIGS / f"{node}.yaml" for node in nodes())]:
+        path.write_text(text)
+
+
+def state_dir(node: str) -> Path:
+    return Path("/run/slurm-hooks") / node
 
 
 def submit(script: str, user: str = "alice", args: str = "") -> str:
@@ -97,7 +131,8 @@ def output(job_id: str) -> str:
 
 
 def node_state() -> str:
-    return run("sinfo", "-h", "-N", "-o", "%T").strip()
+    """The nodes' states, each once: "idle" when every node is idle."""
+    return ",".join(sorted(set(run("sinfo", "-h", "-N", "-o", "%T").split())))
 
 
 def hook_log(job_id: str) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -49,7 +48,7 @@ def test_job_environment_carries_the_node_facts(host: str, expected: dict[str, s
 def test_state_is_private_to_the_job_and_removed_by_the_epilog() -> None:
     dc.configure()
     job = dc.submit("sleep 4")
-    state = Path("/run/slurm-hooks/jobs") / job
+    state = dc.state_dir(dc.FIRST) / "jobs" / job
     deadline = time.monotonic() + 60
     while not state.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -86,7 +85,7 @@ def test_broken_facts_and_unwritable_state_keep_the_node_up() -> None:
 
 
 def test_invalid_config_is_logged_and_defaults_used() -> None:
-    dc.CONFIG.write_text("budgets: {prolog_s: soon}\n")
+    dc.write_config("budgets: {prolog_s: soon}\n")
     job = dc.submit("echo ran")
     assert dc.wait(job) == "COMPLETED" and dc.output(job) == "ran\n"
     lines = dc.hook_log(job)

@@ -142,6 +142,17 @@ def test_other_nodes_write_their_part_and_leave_the_rest_to_the_lead(tmp_path: P
     assert not (rig.spool.job_dir(JOB) / "diagnosis.json").exists()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing the part to another user needs root (CI runs as root)")
+def test_with_the_controller_as_annotator_each_node_hands_its_part_to_the_spool_owner(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "x\n", nodes=("n1", "n2"), node="n1", annotator="epilog_slurmctld")
+    Path(rig.config.spool_dir).mkdir()
+    os.chown(rig.config.spool_dir, 64030, 64030)  # SlurmUser owns the spool
+    rig.run()
+    part = rig.spool.job_dir(JOB) / "bundle/nodes/n1.json"
+    assert part.stat().st_uid == 64030 and rig.spool.parts_done(JOB) == {"n1"}
+    assert rig.slurm.sets == [] and not (rig.spool.job_dir(JOB) / "diagnosis.json").exists()  # the controller's job
+
+
 def test_missing_node_is_waited_for_then_named(tmp_path: Path) -> None:
     rig = Rig(tmp_path, (EXAMPLE / "logs/job.out").read_text(), nodes=("n1", "n2"))
     rig.run()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from slurm_hooks.collect.kernel import WINDOW, HostKernelLog, from_kmsg
+from slurm_hooks.collect.kernel import WINDOW, FileKernelLog, HostKernelLog, from_kmsg, kernel_log_for
 
 BOOT = datetime(2026, 11, 27, 3, 0, tzinfo=timezone.utc)
 START, END = BOOT + timedelta(seconds=100), BOOT + timedelta(seconds=200)
@@ -49,3 +49,28 @@ def test_kmsg_is_the_fallback(tmp_path: Path) -> None:
     log = HostKernelLog(timeout_s=5, kmsg=_kmsg(tmp_path, 150))
     text, source = log.read(old_boot + timedelta(seconds=100), old_boot + timedelta(seconds=200), old_boot)
     assert source == "/dev/kmsg" and text is not None and "segfault" in text
+
+
+def _stamp(at: datetime) -> str:
+    return at.isoformat(timespec="microseconds")
+
+
+def test_a_configured_file_gives_only_the_lines_stamped_in_the_window(tmp_path: Path) -> None:
+    path = tmp_path / "node3.log"
+    inside, after = START + timedelta(seconds=50), END + WINDOW.after - timedelta(seconds=1)
+    path.write_text(
+        f"{_stamp(START - WINDOW.before - timedelta(seconds=1))} node3 kernel: python3[1]: segfault at 0 ip 1\n"
+        f"{_stamp(inside)} node3 kernel: python3[2]: segfault at 0 ip 1\n"
+        "no stamp at all: dropped\n"
+        f"{_stamp(after)} node3 kernel: teardown"  # no final newline
+    )
+    assert FileKernelLog(str(path)).read(START, END, None) == (
+        f"{_stamp(inside)} node3 kernel: python3[2]: segfault at 0 ip 1\n{_stamp(after)} node3 kernel: teardown\n",
+        str(path))
+
+
+def test_a_configured_file_is_the_only_source_even_when_it_is_missing(tmp_path: Path) -> None:
+    log = kernel_log_for(str(tmp_path / "absent.log"), 5)
+    text, source = log.read(START, END, BOOT)
+    assert text is None and "absent.log" in source
+    assert isinstance(kernel_log_for("", 5), HostKernelLog)

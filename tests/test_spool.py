@@ -124,3 +124,30 @@ def test_prune_reports_what_it_could_not_remove() -> None:
             if d.is_dir():
                 d.chmod(0o755)
         shutil.rmtree(root)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing files to another user needs root (CI runs as root)")
+def test_hand_over_gives_the_job_tree_and_outbox_to_the_spool_owner_never_a_link_target(tmp_path: Path) -> None:
+    root = tmp_path / "spool"
+    spool = Spool(str(root))
+    spool.bundle_dir("7")
+    spool.write("7", "bundle/nodes/node3.json", "{}")
+    spool.mark_part_done("7", "node3", 1.0)
+    (root / "outbox").mkdir()
+    (root / "outbox/.lock").write_text("")
+    target = tmp_path / "not-ours"
+    target.write_text("x")
+    (root / "jobs/7/bundle/logs/link").symlink_to(target)
+    os.chown(root, 2001, 2001)
+    spool.hand_over("7")
+    for path in [root / "jobs", root / "jobs/7", root / "jobs/7/bundle/nodes/node3.json", root / "jobs/7/parts",
+                 root / "jobs/7/parts/node3.done", root / "outbox/.lock"]:
+        assert (path.stat().st_uid, path.stat().st_gid) == (2001, 2001), path
+    assert target.stat().st_uid == 0
+
+
+def test_hand_over_is_a_no_op_on_a_spool_root_owns(tmp_path: Path) -> None:
+    spool = Spool(str(tmp_path / "spool"))
+    spool.mark_part_done("7", "node3", 1.0)
+    spool.hand_over("7")
+    assert (tmp_path / "spool/jobs/7/parts/node3.done").stat().st_uid == os.geteuid()

@@ -13,4 +13,4 @@ tac "$RUNDIR/started" | while read -r pidfile; do
   fi
   rm -f "$pidfile"   # a stale slurmctld pid file makes Debian's prerm run scancel
 done
-rm -f "$RUNDIR/started"
+rm -f "$RUNDIR/started" "$RUNDIR/nodes"

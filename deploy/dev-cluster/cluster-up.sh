@@ -1,11 +1,20 @@
 #!/bin/bash
-# Start a real single-node Slurm 22.05 (Debian packages) on loopback with slurm-hooks as its hooks:
-# munge, MariaDB, slurmdbd, slurmctld, slurmd. No systemd. Installs what is missing. Run as root.
-# Records what it started in $RUNDIR/started so cluster-down.sh stops exactly that.
+# Start a real Slurm 22.05 (Debian packages) on loopback with slurm-hooks as its hooks: munge,
+# MariaDB, slurmdbd, slurmctld and four compute nodes, each its own `slurmd -N <node>` on its own
+# port (Slurm's multiple-slurmd mode): <host> (as on a one-node cluster), <host>-2, -3, -4. No systemd. Installs what is missing. Run as root.
+# SLURM_HOOKS_DEV_NODES=1 starts a single node. Records what it started in $RUNDIR/started so
+# cluster-down.sh stops exactly that.
+#
+# What a real node has to itself, each node has here too: its own slurmd spool, log and hook
+# scripts (/etc/slurm/hooks/nodes/<node>/, reached through a dispatcher keyed by SLURMD_NODENAME),
+# its own slurm-hooks config (/etc/slurm-hooks/nodes/<node>.yaml) with its own state dir,
+# host_root fixture and kernel-log file. The spool and home directories are shared, as on a cluster.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 RUNDIR=/run/slurm-hooks-dev
+H=$(hostname -s)
+NODES="$H $(seq -f "$H-%g" 2 "${SLURM_HOOKS_DEV_NODES:-4}" | tr '\n' ' ')"
 PREFIX=/opt/slurm-hooks            # the install Slurm runs: outside /root, readable by slurm and job users
 DEVROOT=/var/lib/slurm-hooks-dev   # fixture host roots the tests switch between
 say() { printf '[cluster-up %s] %s\n' "$(date +%T)" "$*"; }
@@ -39,17 +48,28 @@ say "installing slurm-hooks from $REPO into $PREFIX (make install)"
 "$REPO/deploy/install.sh" "$PREFIX" /etc/slurm/hooks >/dev/null
 # pyslurm from the wheel cache `make pyslurm` fills (never built here): tests run each Slurm backend
 "$REPO/deploy/pyslurm/build-wheel.sh" "$PREFIX/venv/bin/python" --install-if-cached || say "pyslurm not installed"
-install -d -m 0755 "$DEVROOT" /etc/slurm-hooks /var/spool/slurm-hooks
+install -d -m 0755 "$DEVROOT" /etc/slurm-hooks /etc/slurm-hooks/nodes /var/spool/slurm-hooks
 rm -rf "$DEVROOT/hosts"; cp -r "$REPO/tests/fixtures/hosts" "$DEVROOT/hosts"; chmod -R a+rX "$DEVROOT"
-cat > /etc/slurm-hooks/config.yaml <<CFG
-# dev cluster: facts come from a recorded GB200 host (no GPU here); tests rewrite this file
-host_root: $DEVROOT/hosts/gb200-cdmm-driver
-ncore_sources: [{type: file, path: /etc/ncore-release}]
-log_file: /var/log/slurm-hooks.log
-CFG
+# Slurm prints this machine's local times; a zone recorded on another host (h100-r570: Chicago)
+# would shift every job window by hours, so the copies take this machine's zone.
+zone=$(cat /etc/timezone 2>/dev/null || echo UTC)
+for tz in "$DEVROOT"/hosts/*/etc/timezone; do echo "$zone" > "$tz"; done
+# Stand-ins for each node's own kernel log (one machine has one ring buffer); test jobs append to them
+install -d -m 1777 "$DEVROOT/kernel"
+rm -f /etc/slurm-hooks/nodes/*.yaml
+cfg() {  # host fixture, then node-only keys; tests rewrite these files (tests/devcluster.py)
+  printf '%s\n' "# dev cluster: facts come from a recorded host (no GPU here)" "host_root: $DEVROOT/hosts/$1" \
+    "ncore_sources: [{type: file, path: /etc/ncore-release}]" "log_file: /var/log/slurm-hooks.log" "${@:2}"; }
+cfg gb200-cdmm-driver > /etc/slurm-hooks/config.yaml   # the controller's hook and the operator's CLI
+# The EpilogSlurmctld runs as SlurmUser: it logs, and (annotator: epilog_slurmctld) merges in the spool
+touch /var/log/slurm-hooks.log; chown slurm /var/log/slurm-hooks.log; chown slurm:slurm /var/spool/slurm-hooks
+for n in $NODES; do   # <host>-2 is the R570 node, the rest are R580 with CDMM on
+  host=gb200-cdmm-driver; [ "$n" = "$H-2" ] && host=h100-r570
+  install -m 0666 /dev/null "$DEVROOT/kernel/$n.log"
+  cfg "$host" "state_dir: /run/slurm-hooks/$n" "kernel_log_file: $DEVROOT/kernel/$n.log" > "/etc/slurm-hooks/nodes/$n.yaml"
+done
 
 # 3. Slurm configuration and hook scripts
-H=$(hostname -s)
 CPUS=$(nproc); MEM=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 * 8 / 10 ))
 if [ -d /sys/fs/cgroup/memory ] && [ -d /sys/fs/cgroup/freezer ]; then
   PROCTRACK='ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity'
@@ -58,13 +78,32 @@ else
 fi
 ESC=""; [ -x /etc/slurm/hooks/slurm-hooks-epilog_slurmctld ] && ESC="EpilogSlurmctld=/etc/slurm/hooks/slurm-hooks-epilog_slurmctld"
 install -d -m 0755 /etc/slurm /etc/slurm/hooks
+rm -rf /etc/slurm/hooks/nodes
 [ -x /etc/slurm/hooks/slurm-hooks-epilog_slurmctld ] && ESC="EpilogSlurmctld=/etc/slurm/hooks/slurm-hooks-epilog_slurmctld"
-sed -e "s/@HOST@/$H/g" -e "s/@CPUS@/$CPUS/g" -e "s/@MEM@/$MEM/" -e "s|@PROCTRACK@|$PROCTRACK|" \
+NODELINES=""; port=6830
+for n in $NODES; do
+  "$PREFIX/venv/bin/slurm-hooks" install-hooks --dest "/etc/slurm/hooks/nodes/$n" \
+      --python "$PREFIX/venv/bin/python" --config "/etc/slurm-hooks/nodes/$n.yaml" >/dev/null
+  port=$((port + 1))
+  NODELINES+="NodeName=$n NodeAddr=127.0.0.1 NodeHostname=$n Port=$port CPUs=$CPUS Boards=1 SocketsPerBoard=1"
+  NODELINES+=" CoresPerSocket=$CPUS ThreadsPerCore=1 RealMemory=$MEM State=UNKNOWN\n"
+done
+for hook in prolog task_prolog epilog; do  # slurm.conf names one script for all nodes: it runs the node's own
+  cat > "/etc/slurm/hooks/dev-node-$hook" <<HOOK
+#!/bin/sh
+# dev cluster only (several slurmd on one machine): run this node's own install of the hook
+case "\$SLURMD_NODENAME" in ''|*[!A-Za-z0-9_-]*) exit 0 ;; esac
+exec /etc/slurm/hooks/nodes/"\$SLURMD_NODENAME"/slurm-hooks-$hook
+HOOK
+  chmod 0755 "/etc/slurm/hooks/dev-node-$hook"
+done
+sed -e "s/@HOST@/$H/g" -e "s|@NODES@|$NODELINES|" -e "s|@PROCTRACK@|$PROCTRACK|" \
     -e "s|@EPILOG_SLURMCTLD@|$ESC|" "$HERE/slurm.conf.in" > /etc/slurm/slurm.conf
 install -m 0644 "$HERE/cgroup.conf" /etc/slurm/cgroup.conf
 install -m 0600 -o slurm -g slurm "$HERE/slurmdbd.conf" /etc/slurm/slurmdbd.conf
 install -d -o slurm -g slurm -m 0755 /var/lib/slurm/slurmctld /var/log/slurm
-install -d -m 0755 /var/lib/slurm/slurmd
+for n in $NODES; do install -d -m 0755 "/var/lib/slurm/slurmd/$n"; done
+echo $NODES > "$RUNDIR/nodes"
 install -d -o munge -g munge -m 0755 /run/munge
 install -d -o mysql -g mysql -m 0755 /run/mysqld
 id alice >/dev/null 2>&1 || useradd -m -u 2001 -s /bin/bash alice
@@ -92,7 +131,10 @@ for u in root alice bob; do sacctmgr -i add user "$u" Account=lab >/dev/null 2>&
 if ! alive /run/slurmctld.pid; then /usr/sbin/slurmctld; started /run/slurmctld.pid; fi
 waitfor 30 scontrol ping
 scontrol reconfigure >/dev/null 2>&1 || true
-if ! alive /run/slurmd.pid; then /usr/sbin/slurmd; started /run/slurmd.pid; fi
-scontrol update nodename="$H" state=resume >/dev/null 2>&1 || true
-waitfor 60 sh -c 'sinfo -h -N -o %T | grep -qE "^(idle|mixed|allocated)$"'
-say "node $(sinfo -h -N -o '%N %T'); hooks in /etc/slurm/hooks, config /etc/slurm-hooks/config.yaml"
+for n in $NODES; do
+  if ! alive "/run/slurmd-$n.pid"; then /usr/sbin/slurmd -N "$n"; started "/run/slurmd-$n.pid"; fi
+done
+for n in $NODES; do scontrol update nodename="$n" state=resume >/dev/null 2>&1 || true; done
+want=$(echo $NODES | wc -w)
+waitfor 60 sh -c "[ \$(sinfo -h -N -o %T | grep -cE '^(idle|mixed|allocated)\$') -ge $want ]"
+say "nodes: $(sinfo -h -N -o '%N %T' | tr '\n' ' '); per-node hooks and configs in /etc/slurm/hooks/nodes, /etc/slurm-hooks/nodes"

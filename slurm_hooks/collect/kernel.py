@@ -1,4 +1,5 @@
-"""This node's kernel messages in the job's time window: the journal if the node keeps one, else /dev/kmsg."""
+"""This node's kernel messages in the job's time window: the journal if the node keeps one, else /dev/kmsg;
+where the config names a file of this node's kernel lines (`kernel_log_file`), that file alone."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from slurm_hooks.proc import TOOL_ENV, run_bounded
+from slurm_hooks.times import parse_iso
 
 MAX_BYTES = 16 << 20  # a kernel window beyond this is a storm; its start is what matters
 
@@ -46,6 +48,34 @@ class HostKernelLog:
         if boot is not None and (text := from_kmsg(start, end, boot, self.kmsg)) is not None:
             return text, "/dev/kmsg"
         return None, "none (no journal, /dev/kmsg unreadable or no boot time)"
+
+
+class FileKernelLog:
+    """A file of `journalctl -k -o short-iso-precise` lines for this node alone: a log forwarder's
+    copy, or the dev cluster's stand-in where several nodes share one kernel ring buffer."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def read(self, start: datetime, end: datetime, boot: datetime | None) -> tuple[str | None, str]:
+        lo, hi = start - WINDOW.before, end + WINDOW.after
+        kept: list[str] = []
+        size = 0
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as lines:
+                for line in lines:
+                    stamp = parse_iso(line.split(" ", 1)[0])
+                    if stamp is not None and lo <= stamp <= hi and size < MAX_BYTES:
+                        kept.append(line if line.endswith("\n") else line + "\n")
+                        size += len(line)
+        except OSError as exc:
+            return None, f"none ({self.path}: {exc.strerror})"
+        return "".join(kept), self.path
+
+
+def kernel_log_for(kernel_log_file: str, timeout_s: float) -> KernelLog:
+    """The configured file where the config names one, else the kernel this hook runs on."""
+    return FileKernelLog(kernel_log_file) if kernel_log_file else HostKernelLog(timeout_s)
 
 
 def from_journal(start: datetime, end: datetime, timeout_s: float) -> str | None:

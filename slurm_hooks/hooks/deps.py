@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_hooks.clock import Clock, SystemClock
-from slurm_hooks.collect.kernel import HostKernelLog, KernelLog
+from slurm_hooks.collect.kernel import KernelLog, kernel_log_for
 from slurm_hooks.config import Config
 from slurm_hooks.deliver.outbox import Outbox
 from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
@@ -57,6 +57,7 @@ def slurm_client(config: Config, log: Log | None = None) -> Slurm:
 def real_deps(config: Config, log: Log) -> EpilogDeps:
     return EpilogDeps(
         slurm=slurm_client(config, log), spool=Spool(config.spool_dir), outbox=Outbox(Path(config.spool_dir)),
-        gpu=NvmlQuery(config.budgets.nvml_call_s), kernel=HostKernelLog(config.budgets.command_s),
+        gpu=NvmlQuery(config.budgets.nvml_call_s),
+        kernel=kernel_log_for(config.kernel_log_file, config.budgets.command_s),
         clock=SystemClock(), log=log, node=node_name(), metrics=Metrics(config.state_dir, config.metrics_file),
     )

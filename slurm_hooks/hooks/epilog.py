@@ -62,6 +62,11 @@ def run_epilog(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
     if annotating:
         annotate_job(ctx, config, deps, job, facts)
     flush_backlog(config, deps, started)
+    if config.annotator == "epilog_slurmctld":  # the controller's hook merges, as SlurmUser
+        try:
+            deps.spool.hand_over(ctx.job_id)
+        except OSError as exc:
+            deps.log.error("spool_not_handed_over", error=str(exc))
     deps.log.info("epilog_done", elapsed_s=round(deps.clock.monotonic() - started, 3))
 
 
