@@ -33,6 +33,7 @@ def wait_logged(job: str, event: str, timeout: float = 60) -> None:
 def jobs() -> dict[str, str]:
     dc.require_cluster()
     dc.configure()
+    time.sleep(2.5)  # the previous test's last job may have ended inside the 2 s margin below
     since = datetime.now() - timedelta(seconds=2)
     # Kernel lines are node-wide: a job running beside a segfault may take it as its own evidence
     # (README), so the crashing jobs run first and the others only once they are over.
