@@ -37,8 +37,18 @@ def main() -> int:
     done = [json.loads(line) for line in dc.hook_log(job) if '"epilog_done"' in line]
     label = dc.wait_annotated(job)["label"]
     epilog_s = done[-1]["elapsed_s"]
-    print(json.dumps({"log_bytes": out.stat().st_size, "cat_to_devnull_s": round(cat_s, 3), "epilog_s": epilog_s,
-                      "epilog_over_cat": round(epilog_s / cat_s, 2), "label": label}, indent=2))
+    print(
+        json.dumps(
+            {
+                "log_bytes": out.stat().st_size,
+                "cat_to_devnull_s": round(cat_s, 3),
+                "epilog_s": epilog_s,
+                "epilog_over_cat": round(epilog_s / cat_s, 2),
+                "label": label,
+            },
+            indent=2,
+        )
+    )
     out.unlink()
     return 0
 

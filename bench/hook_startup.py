@@ -43,21 +43,26 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "config.yaml"
         state = Path(tmp) / "state"
-        cfg.write_text(f"host_root: {HOST}\nstate_dir: {state}\nlog_file: {tmp}/hooks.log\n"
-                       "ncore_sources: [{type: file, path: /etc/ncore-release}]\n")
+        cfg.write_text(
+            f"host_root: {HOST}\nstate_dir: {state}\nlog_file: {tmp}/hooks.log\n"
+            "ncore_sources: [{type: file, path: /etc/ncore-release}]\n"
+        )
         env = {**os.environ, "SLURM_HOOKS_CONFIG": str(cfg), "SLURM_JOB_ID": "4242"}
         py = sys.executable
         subprocess.run([py, "-m", "slurm_hooks", "prolog"], env=env, check=True)  # state for the TaskProlog
         scripts = install_hooks(Path(tmp) / "hooks", py, Config(state_dir=str(state)), str(cfg))
         task_sh = str(next(p for p in scripts if p.name.endswith("task_prolog")))
         prolog_sh = str(next(p for p in scripts if p.name.endswith("-prolog")))
-        ms = medians({
-            "true": ["/bin/true"],
-            "task_prolog_sh": [task_sh],
-            "python_pass": [py, "-c", "pass"],
-            "task_prolog_py": [py, "-m", "slurm_hooks", "task-prolog", "--state-dir", str(state)],
-            "prolog": [prolog_sh],
-        }, env)
+        ms = medians(
+            {
+                "true": ["/bin/true"],
+                "task_prolog_sh": [task_sh],
+                "python_pass": [py, "-c", "pass"],
+                "task_prolog_py": [py, "-m", "slurm_hooks", "task-prolog", "--state-dir", str(state)],
+                "prolog": [prolog_sh],
+            },
+            env,
+        )
     report = {
         "median_ms": {k: round(v, 2) for k, v in ms.items()},
         "task_prolog_added_ms_per_task": round(ms["task_prolog_sh"] - ms["true"], 2),

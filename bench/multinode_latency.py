@@ -28,8 +28,10 @@ TARGET_S = 5.0
 
 
 def one_job(task: Path) -> dict[str, float]:
-    job = dc.submit(f"export CRASH_RANK=9 WATCHDOG_AFTER=1\nsrun -l --kill-on-bad-exit=0 {task}\n"
-                    "echo JOB_END=$(date +%s.%N)", args="-p multi -N4 -n16 --overcommit")
+    job = dc.submit(
+        f"export CRASH_RANK=9 WATCHDOG_AFTER=1\nsrun -l --kill-on-bad-exit=0 {task}\necho JOB_END=$(date +%s.%N)",
+        args="-p multi -N4 -n16 --overcommit",
+    )
     row_at = record_at = None
     deadline = time.monotonic() + 120
     while record_at is None and time.monotonic() < deadline:
@@ -48,8 +50,11 @@ def one_job(task: Path) -> dict[str, float]:
 
 
 def main() -> int:
-    if os.geteuid() != 0 or subprocess.run(["scontrol", "ping"], capture_output=True).returncode != 0 \
-            or len(dc.nodes()) < 4:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["scontrol", "ping"], capture_output=True).returncode != 0
+        or len(dc.nodes()) < 4
+    ):
         print("multinode latency bench: needs root and the four-node dev cluster (make cluster-up); not run")
         return 0
     task = dc.JOBS / "rank-task.sh"
@@ -62,14 +67,21 @@ def main() -> int:
     finally:
         dc.configure()
     record = statistics.median(r["record_s"] for r in runs)
-    print(json.dumps({
-        "jobs": JOBS, "nodes_per_job": 4,
-        "median_bare_row_s": round(statistics.median(r["row_s"] for r in runs), 3),
-        "median_record_s": round(record, 3),
-        "median_record_over_row": round(statistics.median(r["ratio"] for r in runs), 2),
-        "max_record_s": round(max(r["record_s"] for r in runs), 3),
-        "target_s": TARGET_S, "median_within_target": record <= TARGET_S,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "jobs": JOBS,
+                "nodes_per_job": 4,
+                "median_bare_row_s": round(statistics.median(r["row_s"] for r in runs), 3),
+                "median_record_s": round(record, 3),
+                "median_record_over_row": round(statistics.median(r["ratio"] for r in runs), 2),
+                "max_record_s": round(max(r["record_s"] for r in runs), 3),
+                "target_s": TARGET_S,
+                "median_within_target": record <= TARGET_S,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

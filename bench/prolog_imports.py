@@ -36,8 +36,13 @@ from slurm_hooks.install import install_hooks
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ROOT / "tests/fixtures/hosts/gb200-cdmm-driver"
 RUNS = 25
-H200 = {"python_S_pass_ms": 15.0, "nvidia_smi_query_ms": 25.0, "nvml_calls_ms": 24.0, "true_ms": 1.3,
-        "prolog_before_ms": 134.0}
+H200 = {
+    "python_S_pass_ms": 15.0,
+    "nvidia_smi_query_ms": 25.0,
+    "nvml_calls_ms": 24.0,
+    "true_ms": 1.3,
+    "prolog_before_ms": 134.0,
+}
 
 
 def wall_ms(cmd: list[str], env: dict[str, str]) -> float:
@@ -83,8 +88,10 @@ def main() -> int:
     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with tempfile.TemporaryDirectory(dir=shm) as tmp:
         cfg = Path(tmp) / "config.yaml"
-        cfg.write_text(f"host_root: {HOST}\nstate_dir: {tmp}/state\nlog_file: {tmp}/hooks.log\n"
-                       "ncore_sources: [{type: file, path: /etc/ncore-release}]\n")
+        cfg.write_text(
+            f"host_root: {HOST}\nstate_dir: {tmp}/state\nlog_file: {tmp}/hooks.log\n"
+            "ncore_sources: [{type: file, path: /etc/ncore-release}]\n"
+        )
         env.update(SLURM_HOOKS_CONFIG=str(cfg), SLURM_HOOKS_CACHE_DIR=tmp, SLURM_JOB_ID="4242")
         prolog = str(install_hooks(Path(tmp) / "hooks", py, Config(), str(cfg))[0])
         cmds = {"python_S_pass": [py, "-S", "-c", "pass"], "prolog_no_gpu": [prolog]}

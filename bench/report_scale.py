@@ -23,13 +23,32 @@ from pathlib import Path
 from slurm_hooks.slurm.accounting import FIELDS
 from slurm_hooks.slurm.client import SEP
 
-LABELS = (("success", 80), ("cdmm_checkpoint_segfault", 8), ("checkpoint_segfault", 1), ("app_segfault", 3),
-          ("nccl_timeout", 2), ("fabric_error", 1), ("gpu_xid", 1), ("oom_killed", 2), ("time_limit", 3),
-          ("cancelled", 3), ("node_fail", 1))
-STACKS = (("580.95.05", "on", "3.6.2", "nvidia_gb200"), ("580.95.05", "off", "3.6.2", "nvidia_gb200"),
-          ("570.172.08", "off", "3.5.9", "nvidia_gb200"), ("570.172.08", "off", "3.5.9", "nvidia_h100_80gb_hbm3"))
-STATE = {"success": "COMPLETED", "time_limit": "TIMEOUT", "cancelled": "CANCELLED by 1001", "node_fail": "NODE_FAIL",
-         "oom_killed": "OUT_OF_MEMORY"}
+LABELS = (
+    ("success", 80),
+    ("cdmm_checkpoint_segfault", 8),
+    ("checkpoint_segfault", 1),
+    ("app_segfault", 3),
+    ("nccl_timeout", 2),
+    ("fabric_error", 1),
+    ("gpu_xid", 1),
+    ("oom_killed", 2),
+    ("time_limit", 3),
+    ("cancelled", 3),
+    ("node_fail", 1),
+)
+STACKS = (
+    ("580.95.05", "on", "3.6.2", "nvidia_gb200"),
+    ("580.95.05", "off", "3.6.2", "nvidia_gb200"),
+    ("570.172.08", "off", "3.5.9", "nvidia_gb200"),
+    ("570.172.08", "off", "3.5.9", "nvidia_h100_80gb_hbm3"),
+)
+STATE = {
+    "success": "COMPLETED",
+    "time_limit": "TIMEOUT",
+    "cancelled": "CANCELLED by 1001",
+    "node_fail": "NODE_FAIL",
+    "oom_killed": "OUT_OF_MEMORY",
+}
 
 
 def synthetic_rows(n: int, seed: int = 7) -> bytes:
@@ -44,8 +63,11 @@ def synthetic_lines(n: int, seed: int = 7) -> Iterator[bytes]:
         job = str(100000 + i)
         rack, first = rnd.randint(1, 50), rnd.randint(1, 18)
         size = rnd.choice((1, 1, 1, 2, 4, 8, 16, 32))
-        nodes = f"gb-r{rack:02d}-c{first:02d}" if size == 1 else \
-            f"gb-r[{rack:02d}-{min(rack + size // 18 + 1, 99):02d}]-c[01-{min(size, 18):02d}]"
+        nodes = (
+            f"gb-r{rack:02d}-c{first:02d}"
+            if size == 1
+            else f"gb-r[{rack:02d}-{min(rack + size // 18 + 1, 99):02d}]-c[01-{min(size, 18):02d}]"
+        )
         label = rnd.choice(labels)
         driver, cdmm, ncore, gpu = rnd.choice(STACKS)
         root = f"gb-r{rack:02d}-c{first:02d}"
@@ -58,18 +80,34 @@ def synthetic_lines(n: int, seed: int = 7) -> Iterator[bytes]:
             label, root, size, nodes = "gpu_xid", "gb-r25-c08", 1, "gb-r25-c08"
         blame = "" if label in ("success", "time_limit", "cancelled") else f" node={root} rank={rnd.randint(0, 31)}"
         if kind < 0.90:  # as the Epilog writes it: no root node where none is to blame (DESIGN.md)
-            admin = (f"slurm-hooks/v1 label={label}{blame} driver={driver} cdmm={cdmm} ncore={ncore} gpu={gpu} "
-                     f"exit=0:0 state={STATE.get(label, 'FAILED').split()[0].lower()}")
+            admin = (
+                f"slurm-hooks/v1 label={label}{blame} driver={driver} cdmm={cdmm} ncore={ncore} gpu={gpu} "
+                f"exit=0:0 state={STATE.get(label, 'FAILED').split()[0].lower()}"
+            )
         elif kind < 0.93:
             admin = "JS1:eyJncHVfdXRpbCI6IDkxLjJ9"
         else:
             admin = "" if kind < 0.98 else "checked by ops"
         comment = "" if kind < 0.99 else ("multi\nline | comment" if kind < 0.995 else f"sep{SEP}inside")
         day = 1 + i * 28 // n
-        fields = [job, STATE.get(label, "FAILED"), "0:0", "0:0", f"2026-11-{day:02d}T01:00:00",
-                  f"2026-11-{day:02d}T0{rnd.randint(2, 9)}:00:00", str(rnd.randint(60, 86400)), nodes, str(size),
-                  f"billing={size * 4},cpu={size * 144},gres/gpu={size * 4},mem={size}T,node={size}", "batch",
-                  f"user{rnd.randint(1, 300)}", f"acct{rnd.randint(1, 30)}", admin, comment, job]
+        fields = [
+            job,
+            STATE.get(label, "FAILED"),
+            "0:0",
+            "0:0",
+            f"2026-11-{day:02d}T01:00:00",
+            f"2026-11-{day:02d}T0{rnd.randint(2, 9)}:00:00",
+            str(rnd.randint(60, 86400)),
+            nodes,
+            str(size),
+            f"billing={size * 4},cpu={size * 144},gres/gpu={size * 4},mem={size}T,node={size}",
+            "batch",
+            f"user{rnd.randint(1, 300)}",
+            f"acct{rnd.randint(1, 30)}",
+            admin,
+            comment,
+            job,
+        ]
         assert len(fields) == len(FIELDS)
         yield (SEP.join(fields) + "\n").encode()
 
@@ -97,8 +135,24 @@ def main() -> int:
         cfg.write_text(f"spool_dir: {tmp}/spool\nlog_file: ''\n")
         col = FIELDS.index("AdminComment") + 1
         baseline = f"cut -d $'\\x1f' -f{col} {data} | sort | uniq -c"
-        subject = [sys.executable, "-m", "slurm_hooks", "report", "--input", str(data), "--format", "json",
-                   "--since", "2026-11-01", "--until", "2026-12-01", "--config", str(cfg), "-o", f"{tmp}/out.json"]
+        subject = [
+            sys.executable,
+            "-m",
+            "slurm_hooks",
+            "report",
+            "--input",
+            str(data),
+            "--format",
+            "json",
+            "--since",
+            "2026-11-01",
+            "--until",
+            "2026-12-01",
+            "--config",
+            str(cfg),
+            "-o",
+            f"{tmp}/out.json",
+        ]
         size = data.stat().st_size
         base_t, subj_t, rss = [], [], []
         for _ in range(2):  # interleaved, best of two: machine noise hits both alike

@@ -28,19 +28,27 @@ def _block(seed: int) -> bytes:
     for i in range(2800):
         r = (i * 7 + seed) % 64
         it = 1000 + seed * 100 + i // 64
-        lines.append(f"{r:>2}:  [2026-11-27 03:{(i // 60) % 50:02d}:{i % 60:02d}] iteration {it:>8}/  100000 | "
-                     f"consumed samples: {it * 1024:>12} | elapsed time per iteration (ms): 4108.{i % 10} | "
-                     f"throughput per GPU (TFLOP/s/GPU): 1181.{r} | learning rate: 2.900000E-04 | global batch size:"
-                     f"  1024 | lm loss: 2.37{i % 100:02d}E+00 | loss scale: 1.0 | grad norm: 0.2{r % 10} |")
+        lines.append(
+            f"{r:>2}:  [2026-11-27 03:{(i // 60) % 50:02d}:{i % 60:02d}] iteration {it:>8}/  100000 | "
+            f"consumed samples: {it * 1024:>12} | elapsed time per iteration (ms): 4108.{i % 10} | "
+            f"throughput per GPU (TFLOP/s/GPU): 1181.{r} | learning rate: 2.900000E-04 | global batch size:"
+            f"  1024 | lm loss: 2.37{i % 100:02d}E+00 | loss scale: 1.0 | grad norm: 0.2{r % 10} |"
+        )
         if i % 5 == 0:
-            lines.append(f"{r:>2}: gb-r07-c0{r // 32 + 1}:15201{r:02d}:15201{r:02d} [{r % 4}] NCCL INFO Channel "
-                         f"{i % 32:02d}/0 : {r} -> {(r + 1) % 64} via P2P/CUMEM/read")
+            lines.append(
+                f"{r:>2}: gb-r07-c0{r // 32 + 1}:15201{r:02d}:15201{r:02d} [{r % 4}] NCCL INFO Channel "
+                f"{i % 32:02d}/0 : {r} -> {(r + 1) % 64} via P2P/CUMEM/read"
+            )
         if i % 50 == 0:
-            lines.append(f"{r:>2}: /usr/local/lib/python3.12/dist-packages/torch/utils/checkpoint.py:86: UserWarning: "
-                         "None of the inputs have requires_grad=True. Gradients will be None")
+            lines.append(
+                f"{r:>2}: /usr/local/lib/python3.12/dist-packages/torch/utils/checkpoint.py:86: UserWarning: "
+                "None of the inputs have requires_grad=True. Gradients will be None"
+            )
         if i % 200 == 0:
-            lines.append(f"{r:>2}: [rank{r}]:[W1127 03:10:{i % 60:02d}.780083894 ProcessGroupNCCL.cpp:5023] Warning: "
-                         "TORCH_NCCL_AVOID_RECORD_STREAMS is the default now (function operator())")
+            lines.append(
+                f"{r:>2}: [rank{r}]:[W1127 03:10:{i % 60:02d}.780083894 ProcessGroupNCCL.cpp:5023] Warning: "
+                "TORCH_NCCL_AVOID_RECORD_STREAMS is the default now (function operator())"
+            )
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -84,9 +92,11 @@ def main() -> int:
     subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache for both
     t_grep, g = timed(grep)
     # The diagnose process reports its own peak and its children's (rg) on stderr's last line.
-    probe = ("import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
-             "print(max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)),"
-             " file=sys.stderr); sys.exit(rc)")
+    probe = (
+        "import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
+        "print(max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)),"
+        " file=sys.stderr); sys.exit(rc)"
+    )
     # The defaults, whatever /etc/slurm-hooks/config.yaml on this machine says (an empty file is all defaults).
     config = args.dir.parent / "defaults.yaml"
     config.write_text("")
@@ -97,9 +107,12 @@ def main() -> int:
         return 1
     label = json.loads(d.stdout)["label"]
     report = {
-        "log_bytes": size, "cores": os.cpu_count(),
-        "grep_E_seconds": round(t_grep, 3), "grep_matched_lines": g.stdout.count(b"\n"),
-        "diagnose_seconds": round(t_diag, 3), "diagnose_label": label,
+        "log_bytes": size,
+        "cores": os.cpu_count(),
+        "grep_E_seconds": round(t_grep, 3),
+        "grep_matched_lines": g.stdout.count(b"\n"),
+        "diagnose_seconds": round(t_diag, 3),
+        "diagnose_label": label,
         "throughput_ratio_vs_grep": round(t_grep / t_diag, 2),
         "diagnose_MiB_per_s": round(size / t_diag / (1 << 20), 1),
         "diagnose_peak_rss_MiB": round(int(d.stderr.decode().split()[-1]) / 1024, 1),

@@ -80,8 +80,10 @@ def open_below(root: Path, rel: str) -> BinaryIO:
 def list_below(root: Path, rel: str) -> list[tuple[str, int | None]]:
     """(name, size) of each entry of directory root/rel, sorted; size None for anything not a regular file."""
     with opened_dir(root, [rel]) as dir_fd, os.scandir(dir_fd) as entries:
-        return sorted((e.name, st.st_size if stat.S_ISREG((st := e.stat(follow_symlinks=False)).st_mode) else None)
-                      for e in entries)
+        return sorted(
+            (e.name, st.st_size if stat.S_ISREG((st := e.stat(follow_symlinks=False)).st_mode) else None)
+            for e in entries
+        )
 
 
 @dataclass
@@ -213,8 +215,7 @@ def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
             skipped.append(f"{file.rel}: file name is not a node name; not read")
     if not parts["logs"]:
         skipped.append("logs/: no job log files")
-    return Bundle(root=root, job=job, facts=facts, logs=parts["logs"], kernels=kernels, skipped=skipped,
-                  limits=limits)
+    return Bundle(root=root, job=job, facts=facts, logs=parts["logs"], kernels=kernels, skipped=skipped, limits=limits)
 
 
 @contextlib.contextmanager

@@ -97,12 +97,21 @@ def _flush(_args: argparse.Namespace) -> int:
 
     config, clock = _config(), SystemClock()
     started = clock.monotonic()
-    tally = deliver_backlog(Outbox(Path(config.spool_dir)), slurm_client(config), HookLog(config.log_file, "flush"),
-                            clock, budget_s=300.0, retention_days=config.retention_days)
+    tally = deliver_backlog(
+        Outbox(Path(config.spool_dir)),
+        slurm_client(config),
+        HookLog(config.log_file, "flush"),
+        clock,
+        budget_s=300.0,
+        retention_days=config.retention_days,
+    )
     Metrics(config.state_dir, config.metrics_file, str(Path(config.spool_dir) / "outbox")).hook_run(
-        "flush", clock.monotonic() - started, failed=tally.pending > 0)
-    print(f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
-          f"dropped {tally.dropped}, quarantined {tally.quarantined}")
+        "flush", clock.monotonic() - started, failed=tally.pending > 0
+    )
+    print(
+        f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
+        f"dropped {tally.dropped}, quarantined {tally.quarantined}"
+    )
     return 0 if tally.pending == 0 else 1
 
 
@@ -178,14 +187,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="slurm-hooks",
-        description="Why a GPU job died, on which node, and what to do: Slurm Prolog/TaskProlog/Epilog and tools.")
+        description="Why a GPU job died, on which node, and what to do: Slurm Prolog/TaskProlog/Epilog and tools.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("diagnose", help="classify an evidence bundle (directory or .tar.gz)")
     p.add_argument("bundle", help="bundle directory or .tar.gz")
     p.add_argument("--json", action="store_true", help="print the diagnosis as one JSON object")
-    p.add_argument("--rules", action="append", default=[], metavar="FILE",
-                   help="rule-pack YAML that adds or overrides rules, after the config's rule_files (repeatable)")
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="rule-pack YAML that adds or overrides rules, after the config's rule_files (repeatable)",
+    )
     p.add_argument("--no-site-rules", action="store_true", help="skip the config's rule_files (shipped + --rules)")
     p.set_defaults(func=_diagnose)
 

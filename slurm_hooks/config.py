@@ -88,12 +88,20 @@ class Config(NamedTuple):
     source: str = "(defaults)"
 
 
-_CHOICES = {"annotation.field": ("admin_comment", "comment"), "annotation.mode": ("all", "failures", "shadow"),
-            "slurm.backend": ("auto", "cli", "pyslurm"),
-            "ncore_sources.type": ("file", "env", "command"), "annotator": ("epilog", "epilog_slurmctld")}
+_CHOICES = {
+    "annotation.field": ("admin_comment", "comment"),
+    "annotation.mode": ("all", "failures", "shadow"),
+    "slurm.backend": ("auto", "cli", "pyslurm"),
+    "ncore_sources.type": ("file", "env", "command"),
+    "annotator": ("epilog", "epilog_slurmctld"),
+}
 _Record = Config | Budgets | Annotation | Limits | Report | SlurmSettings | NcoreSource  # what a section becomes
-_SECTIONS: dict[str, type[_Record]] = {"budgets": Budgets, "annotation": Annotation, "limits": Limits,
-                                       "slurm": SlurmSettings}
+_SECTIONS: dict[str, type[_Record]] = {
+    "budgets": Budgets,
+    "annotation": Annotation,
+    "limits": Limits,
+    "slurm": SlurmSettings,
+}
 
 
 def _check_keys(doc: dict[str, Any], cls: type[_Record], where: str, prefix: str) -> None:
@@ -142,8 +150,9 @@ def _ncore(items: Any, where: str) -> tuple[NcoreSource, ...]:
         argv = item.get("argv", [])
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             raise ConfigError(f"{where}: key '{key}.argv' must be a list of strings")
-        out.append(NcoreSource(type=kind, path=str(item.get("path", "")), name=str(item.get("name", "")),
-                               argv=tuple(argv)))
+        out.append(
+            NcoreSource(type=kind, path=str(item.get("path", "")), name=str(item.get("name", "")), argv=tuple(argv))
+        )
     return tuple(out)
 
 
@@ -194,15 +203,22 @@ def config_path() -> str:
 
 
 def _to_dict(config: Config) -> dict[str, Any]:
-    return {**config._asdict(), **{k: getattr(config, k)._asdict() for k in (*_SECTIONS, "report")},
-            "ncore_sources": [n._asdict() for n in config.ncore_sources]}
+    return {
+        **config._asdict(),
+        **{k: getattr(config, k)._asdict() for k in (*_SECTIONS, "report")},
+        "ncore_sources": [n._asdict() for n in config.ncore_sources],
+    }
 
 
 def _from_dict(doc: dict[str, Any]) -> Config:
-    return Config(**{**doc, **{k: cls(**doc[k]) for k, cls in {**_SECTIONS, "report": Report}.items()},
-                     "ncore_sources": tuple(NcoreSource(**{**n, "argv": tuple(n["argv"])})
-                                            for n in doc["ncore_sources"]),
-                     "rule_files": tuple(doc["rule_files"])})
+    return Config(
+        **{
+            **doc,
+            **{k: cls(**doc[k]) for k, cls in {**_SECTIONS, "report": Report}.items()},
+            "ncore_sources": tuple(NcoreSource(**{**n, "argv": tuple(n["argv"])}) for n in doc["ncore_sources"]),
+            "rule_files": tuple(doc["rule_files"]),
+        }
+    )
 
 
 def _cache_path() -> str:  # os.path, not pathlib: this module is on every job start's path

@@ -35,8 +35,7 @@ def _append(path: str, line: str) -> None:
         if not path:
             raise OSError("no log file configured")
         # A planted symlink or FIFO must not redirect or block a root hook's writes.
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK,
-                     0o640)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o640)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(f"{path} is not a regular file")
@@ -53,8 +52,10 @@ class HookLog:
         self.base: dict[str, Any] = {"hook": hook, "job_id": job_id, "pid": os.getpid()}
 
     def _emit(self, level: str, event: str, kv: dict[str, Any]) -> None:
-        _append(self.path, json.dumps({"ts": _timestamp(), "level": level, **self.base, "event": event, **kv},
-                                      default=str) + "\n")
+        _append(
+            self.path,
+            json.dumps({"ts": _timestamp(), "level": level, **self.base, "event": event, **kv}, default=str) + "\n",
+        )
 
     def info(self, event: str, **kv: Any) -> None:
         self._emit("info", event, kv)

@@ -83,8 +83,9 @@ def _limit(budget_s: float) -> int:
     return int(budget_s) + 5
 
 
-def hook_files(dest: Path, python: str, config: Config, config_path: str | None,
-               paths: list[str] | None = None) -> dict[Path, str]:
+def hook_files(
+    dest: Path, python: str, config: Config, config_path: str | None, paths: list[str] | None = None
+) -> dict[Path, str]:
     """Every file install-hooks writes under `dest`, with its text; the Prolog comes first.
     `paths`: the `python`'s import_paths(), when that is not the interpreter running this."""
     env = f"export SLURM_HOOKS_CONFIG={shlex.quote(config_path)}\n" if config_path else ""
@@ -105,8 +106,9 @@ def hook_files(dest: Path, python: str, config: Config, config_path: str | None,
     for hook in ("prolog", "epilog"):
         target = shlex.quote(str(dest / f"slurm-hooks-{hook}"))
         files[dest / f"{hook}.d" / RUN_PARTS_NAME] = _RUN_PARTS_ENTRY.format(hook=hook, target=target)
-    files[dest / "slurm.conf.snippet"] = _SNIPPET.format(dest=dest, name=RUN_PARTS_NAME, longest=longest,
-                                                         timeout=max(120, longest * 2))
+    files[dest / "slurm.conf.snippet"] = _SNIPPET.format(
+        dest=dest, name=RUN_PARTS_NAME, longest=longest, timeout=max(120, longest * 2)
+    )
     return files
 
 

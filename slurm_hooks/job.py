@@ -51,13 +51,18 @@ class JobContext:
         if not job_id.isdigit():
             return None
         return cls(
-            job_id=job_id, uid=_id(env.get("SLURM_JOB_UID")), gid=_id(env.get("SLURM_JOB_GID")),
-            user=env.get("SLURM_JOB_USER", ""), comment=env.get("SLURM_JOB_COMMENT", ""),
+            job_id=job_id,
+            uid=_id(env.get("SLURM_JOB_UID")),
+            gid=_id(env.get("SLURM_JOB_GID")),
+            user=env.get("SLURM_JOB_USER", ""),
+            comment=env.get("SLURM_JOB_COMMENT", ""),
             node_list=env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST", ""),
             exit_code=env.get("SLURM_JOB_EXIT_CODE2", ""),
             derived_exit_code=raw_status(env.get("SLURM_JOB_DERIVED_EC")),
-            stdout_pattern=env.get("SLURM_JOB_STDOUT", ""), stderr_pattern=env.get("SLURM_JOB_STDERR", ""),
-            work_dir=env.get("SLURM_JOB_WORK_DIR", ""), batch=bool(env.get("SLURM_JOB_STDIN")),
+            stdout_pattern=env.get("SLURM_JOB_STDOUT", ""),
+            stderr_pattern=env.get("SLURM_JOB_STDERR", ""),
+            work_dir=env.get("SLURM_JOB_WORK_DIR", ""),
+            batch=bool(env.get("SLURM_JOB_STDIN")),
         )
 
 

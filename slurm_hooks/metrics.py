@@ -105,8 +105,9 @@ class Metrics:
         return doc if isinstance(doc, dict) and set(doc) == set(_empty()) else _empty()
 
 
-def hook_recorder(state_dir: str, metrics_file: str, hook: str,
-                  outbox_dir: str | None = None) -> Callable[[float, bool], bool]:
+def hook_recorder(
+    state_dir: str, metrics_file: str, hook: str, outbox_dir: str | None = None
+) -> Callable[[float, bool], bool]:
     """What `run_guarded` calls when a hook ends: (seconds, failed) -> written."""
     return lambda seconds, failed: Metrics(state_dir, metrics_file, outbox_dir).hook_run(hook, seconds, failed)
 
@@ -151,16 +152,21 @@ def render(doc: dict[str, Any], now: float) -> str:
     def family(name: str, samples: list[tuple[str, str, float]]) -> None:
         kind, text = _HELP[name]
         lines.extend((f"# HELP {name} {text}", f"# TYPE {name} {kind}"))
-        lines.extend(f"{name}{suffix}{{{labels}}} {_num(v)}" if labels else f"{name}{suffix} {_num(v)}"
-                     for suffix, labels, v in samples)
+        lines.extend(
+            f"{name}{suffix}{{{labels}}} {_num(v)}" if labels else f"{name}{suffix} {_num(v)}"
+            for suffix, labels, v in samples
+        )
 
     family("slurm_hooks_hook_runs_total", [("", f'hook="{h}"', n) for h, n in sorted(doc["runs"].items())])
     family("slurm_hooks_hook_errors_total", [("", f'hook="{h}"', n) for h, n in sorted(doc["errors"].items())])
     hist: list[tuple[str, str, float]] = []
     for hook, h in sorted(doc["duration"].items()):
         hist += [("_bucket", f'hook="{hook}",le="{bound}"', n) for bound, n in zip(BUCKETS, h["buckets"], strict=True)]
-        hist += [("_bucket", f'hook="{hook}",le="+Inf"', h["count"]), ("_sum", f'hook="{hook}"', float(h["sum"])),
-                 ("_count", f'hook="{hook}"', h["count"])]
+        hist += [
+            ("_bucket", f'hook="{hook}",le="+Inf"', h["count"]),
+            ("_sum", f'hook="{hook}"', float(h["sum"])),
+            ("_count", f'hook="{hook}"', h["count"]),
+        ]
     family("slurm_hooks_hook_duration_seconds", hist)
     family("slurm_hooks_diagnoses_total", [("", f'label="{k}"', n) for k, n in sorted(doc["diagnoses"].items())])
     oldest = doc["outbox"]["oldest"]

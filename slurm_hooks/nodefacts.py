@@ -5,8 +5,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-_TEXT = ("driver_version", "cuda_driver_version", "ncore_version", "gpu_model", "arch", "kernel", "timezone",
-         "boot_time", "collected_at")
+_TEXT = (
+    "driver_version",
+    "cuda_driver_version",
+    "ncore_version",
+    "gpu_model",
+    "arch",
+    "kernel",
+    "timezone",
+    "boot_time",
+    "collected_at",
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,11 @@ class NodeFacts:
 
     def versions(self) -> list[str]:
         """The known parts of the stack, in the words support asks for."""
-        parts = [("NVIDIA driver", self.driver_version), ("CUDA driver", self.cuda_driver_version),
-                 ("CDMM", None if self.cdmm == "unknown" else self.cdmm), ("ncore", self.ncore_version),
-                 ("GPU", self.gpu_model)]
+        parts = [
+            ("NVIDIA driver", self.driver_version),
+            ("CUDA driver", self.cuda_driver_version),
+            ("CDMM", None if self.cdmm == "unknown" else self.cdmm),
+            ("ncore", self.ncore_version),
+            ("GPU", self.gpu_model),
+        ]
         return [f"{name} {value}" for name, value in parts if value]

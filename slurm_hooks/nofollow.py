@@ -69,7 +69,7 @@ def write_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)

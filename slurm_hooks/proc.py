@@ -16,15 +16,27 @@ _live: set[int] = set()
 TOOL_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
 
 
-def run_bounded(argv: Sequence[str], timeout_s: float, env: dict[str, str] | None = None,
-                stdout: IO[bytes] | None = None, **popen: Any) -> subprocess.CompletedProcess[bytes]:
+def run_bounded(
+    argv: Sequence[str],
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    stdout: IO[bytes] | None = None,
+    **popen: Any,
+) -> subprocess.CompletedProcess[bytes]:
     """Like subprocess.run(timeout=...), but the whole process group dies with it: a `sleep` forked
     by a hung helper must not outlive the hook. `stdout` may be a file to write into directly;
     `popen` passes user/group/extra_groups. Raises subprocess.TimeoutExpired or OSError."""
     import subprocess  # here, not at the top: every hook imports kill_all, few run a command
 
-    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=stdout or subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, env=env, **popen)
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout or subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+        **popen,
+    )
     _live.add(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout_s)

@@ -26,14 +26,13 @@ def to_text(d: Diagnosis, width: int = 100) -> str:
         ff = d.first_fault
         at = f" at {_time(ff)}" if ff.get("time") else ""
         kind = "Slurm's record of the job" if ff["source"] == "job.json" else ff["kind"]  # no log line says more
-        out += ["", f"first fault: {kind}{at} ({ff['source']})",
-                f"  {ff['line'][:width]}"]
+        out += ["", f"first fault: {kind}{at} ({ff['source']})", f"  {ff['line'][:width]}"]
     if d.facts:
         out += ["", "node facts: " + ", ".join(f"{k}={d.facts[k]}" for k in _FACT_KEYS if d.facts.get(k))]
     if d.evidence:
         out += ["", "evidence (in order):"]
         for ev in d.evidence:
-            out.append(f"  {_time(ev):<28} {ev['source']:<26} {ev['line'][:width - 57]}")
+            out.append(f"  {_time(ev):<28} {ev['source']:<26} {ev['line'][: width - 57]}")
     if d.advice:
         out += ["", "what to do:"]
         for i, line in enumerate(d.advice, 1):

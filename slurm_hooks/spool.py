@@ -68,8 +68,7 @@ class Spool:
         """A new file to fill (a job log copy), removed again if filling it raises."""
         dirs, name = self._parts(job_id, relpath)
         with opened_dir(self.root, dirs, create=True) as fd:
-            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                          dir_fd=fd)
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd)
             fh: BinaryIO = os.fdopen(out, "wb")
             try:
                 with fh:
@@ -153,8 +152,9 @@ def _remove_tree(parent: int, name: str) -> str | None:
         except OSError as exc:
             errors.append(f"{entry}: {exc.strerror}")
 
-    for _root, dirs, files, fd in os.fwalk(name, topdown=False, dir_fd=parent, follow_symlinks=False,
-                                           onerror=lambda exc: errors.append(str(exc))):
+    for _root, dirs, files, fd in os.fwalk(
+        name, topdown=False, dir_fd=parent, follow_symlinks=False, onerror=lambda exc: errors.append(str(exc))
+    ):
         for entry in files:
             attempt(os.unlink, entry, fd)
         for entry in dirs:

@@ -54,11 +54,16 @@ def _alive(pid: int) -> bool:
 def sweep_leftovers(tmp: Path) -> None:
     """Remove our extraction directories whose run is gone (SIGKILL gives no chance to clean up)."""
     for entry in tmp.glob(f"{PREFIX}*"):
-        pid = entry.name[len(PREFIX):].split("-")[0]
+        pid = entry.name[len(PREFIX) :].split("-")[0]
         with contextlib.suppress(OSError):
             st = entry.lstat()
-            if pid.isdigit() and not _alive(int(pid)) and entry.is_dir() and not entry.is_symlink() \
-                    and st.st_uid == os.geteuid():
+            if (
+                pid.isdigit()
+                and not _alive(int(pid))
+                and entry.is_dir()
+                and not entry.is_symlink()
+                and st.st_uid == os.geteuid()
+            ):
                 shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -88,8 +93,9 @@ def _extract(path: Path, root: Path, limits: Limits, notes: list[str]) -> None:
                     notes.append(f"tarball: {member.name[:200]}: sparse member refused")
                     continue
                 if member.offset_data + member.size > budget:
-                    notes.append(f"tarball: {member.name[:200]} and the rest left out: past limits.tar_mb="
-                                 f"{limits.tar_mb}")
+                    notes.append(
+                        f"tarball: {member.name[:200]} and the rest left out: past limits.tar_mb={limits.tar_mb}"
+                    )
                     break
                 if rel is None or not member.isreg():
                     ignored += not member.isdir()

@@ -18,8 +18,7 @@ SCENARIOS = TESTS.parent.parent / "shared" / "scenarios"
 # Property tests: a small example budget in `make test`, a large one in `make reliability`
 # (HYPOTHESIS_PROFILE=reliability). No deadline: the machine is shared, timing is not the property.
 settings.register_profile("quick", max_examples=60, deadline=None)
-settings.register_profile("reliability", max_examples=3000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("reliability", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
@@ -45,8 +44,9 @@ def pack() -> RulePack:
     return load_rule_pack()
 
 
-def write_bundle(root: Path, job: dict, logs: dict[str, str | bytes], facts: list[dict] = (),
-                 kernel: dict[str, str] | None = None) -> Path:
+def write_bundle(
+    root: Path, job: dict, logs: dict[str, str | bytes], facts: list[dict] = (), kernel: dict[str, str] | None = None
+) -> Path:
     (root / "logs").mkdir(parents=True, exist_ok=True)
     (root / "nodes").mkdir(exist_ok=True)
     (root / "job.json").write_text(json.dumps(job))

@@ -18,8 +18,17 @@ KERNEL_LOGS = Path("/var/lib/slurm-hooks-dev/kernel")  # each node's stand-in ke
 FIRST = os.uname().nodename.split(".")[0]  # the node named after this host: single-node jobs run here
 HOOK_LOG = Path("/var/log/slurm-hooks.log")
 JOBS = Path("/home/alice/jobs")
-FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-         "DEADLINE"}
+FINAL = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
 
 
 def run(*cmd: str, timeout: float = 30, check: bool = True) -> str:
@@ -71,13 +80,17 @@ def require_pyslurm() -> ModuleType:
     pytest.skip(reason)
 
 
-def configure(host: str = "gb200-cdmm-driver", extra: str = "", hosts: dict[str, str] | None = None,
-              kernel_files: bool = False) -> None:
+def configure(
+    host: str = "gb200-cdmm-driver", extra: str = "", hosts: dict[str, str] | None = None, kernel_files: bool = False
+) -> None:
     """Every node's config (and the controller's): `host` fixture unless `hosts` names another for a
     node; each node its own state dir, and with `kernel_files` its own kernel log (KERNEL_LOGS)."""
+
     def text(fixture: str, own: str) -> str:
-        return (f"host_root: {HOSTS / fixture}\nncore_sources: [{{type: file, path: /etc/ncore-release}}]\n"
-                f"log_file: {HOOK_LOG}\n{extra}{own}")
+        return (
+            f"host_root: {HOSTS / fixture}\nncore_sources: [{{type: file, path: /etc/ncore-release}}]\n"
+            f"log_file: {HOOK_LOG}\n{extra}{own}"
+        )
 
     CONFIG.write_text(text(host, ""))
     for node in nodes():
@@ -153,8 +166,9 @@ def decode_job(job_id: str) -> dict[str, str] | None:
     import json
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "slurm_hooks", "decode", "--job", job_id], capture_output=True,
-                         text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", "decode", "--job", job_id], capture_output=True, text=True, timeout=30
+    )
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 

@@ -10,9 +10,13 @@ from hypothesis import strategies as st
 
 from slurm_hooks.slurm.annotation import KEYS, MARK, decode, encode, find_records, merged_value
 
-DIAG = {"label": "cdmm_checkpoint_segfault", "root_node": "GB-R03-C07", "root_rank": 9,
-        "facts": {"driver_version": "580.95.05", "cdmm": "on", "ncore_version": "3.6.2", "gpu_model": "NVIDIA GB200"},
-        "details": {}}
+DIAG = {
+    "label": "cdmm_checkpoint_segfault",
+    "root_node": "GB-R03-C07",
+    "root_rank": 9,
+    "facts": {"driver_version": "580.95.05", "cdmm": "on", "ncore_version": "3.6.2", "gpu_model": "NVIDIA GB200"},
+    "details": {},
+}
 
 
 def test_round_trip_survives_sacctmgr_lowercasing() -> None:
@@ -20,8 +24,17 @@ def test_round_trip_survives_sacctmgr_lowercasing() -> None:
     assert record == record.lower() and record.startswith(MARK)
     assert "|" not in record and "\n" not in record and '"' not in record and "'" not in record
     fields = decode(record.lower())
-    assert fields == {"label": "cdmm_checkpoint_segfault", "node": "gb-r03-c07", "rank": "9", "driver": "580.95.05",
-                      "cdmm": "on", "ncore": "3.6.2", "gpu": "nvidia_gb200", "exit": "139:0", "state": "failed"}
+    assert fields == {
+        "label": "cdmm_checkpoint_segfault",
+        "node": "gb-r03-c07",
+        "rank": "9",
+        "driver": "580.95.05",
+        "cdmm": "on",
+        "ncore": "3.6.2",
+        "gpu": "nvidia_gb200",
+        "exit": "139:0",
+        "state": "failed",
+    }
 
 
 def test_hostile_values_cannot_break_the_record() -> None:
@@ -32,14 +45,17 @@ def test_hostile_values_cannot_break_the_record() -> None:
     assert len(encode({**DIAG, "root_node": "x" * 5000})) <= 512
 
 
-@pytest.mark.parametrize(("field", "current", "expected"), [
-    ("admin_comment", "", "REC"),
-    ("admin_comment", f"{MARK} label=unknown", "REC"),  # ours: replaced, so re-delivery is harmless
-    ("admin_comment", "JS1:eyJqb2JzdGF0cyI6MX0=", None),  # jobstats owns it
-    ("comment", "", "REC"),
-    ("comment", "alice own comment", "alice own comment REC"),
-    ("comment", f"alice own comment {MARK} label=unknown", "alice own comment REC"),
-])
+@pytest.mark.parametrize(
+    ("field", "current", "expected"),
+    [
+        ("admin_comment", "", "REC"),
+        ("admin_comment", f"{MARK} label=unknown", "REC"),  # ours: replaced, so re-delivery is harmless
+        ("admin_comment", "JS1:eyJqb2JzdGF0cyI6MX0=", None),  # jobstats owns it
+        ("comment", "", "REC"),
+        ("comment", "alice own comment", "alice own comment REC"),
+        ("comment", f"alice own comment {MARK} label=unknown", "alice own comment REC"),
+    ],
+)
 def test_merge_rules(field: str, current: str, expected: str | None) -> None:
     assert merged_value(field, current, "REC") == expected
 
@@ -50,15 +66,18 @@ def test_decode_finds_our_record_after_user_text_and_ignores_others() -> None:
     assert "bogus" not in decode(f"{MARK} label=x bogus=1")
 
 
-@pytest.mark.parametrize(("field", "current", "expected"), [
-    # user text after our mark is kept, and a bare mark in it is the user's text, not a record
-    ("comment", f"my notes {MARK} are here", f"my notes {MARK} are here REC"),
-    ("comment", f"before {MARK} label=x node=n1 after", "before after REC"),
-    # ours inside another tool's value, or after a \x1f a comment smuggled in: not ours to replace
-    ("admin_comment", f"JS1:abc\x1f{MARK} label=x", None),
-    ("admin_comment", f"{MARK} label=x\x1fJS1:abc", None),
-    ("admin_comment", f"{MARK} label=x JS1:abc", None),
-])
+@pytest.mark.parametrize(
+    ("field", "current", "expected"),
+    [
+        # user text after our mark is kept, and a bare mark in it is the user's text, not a record
+        ("comment", f"my notes {MARK} are here", f"my notes {MARK} are here REC"),
+        ("comment", f"before {MARK} label=x node=n1 after", "before after REC"),
+        # ours inside another tool's value, or after a \x1f a comment smuggled in: not ours to replace
+        ("admin_comment", f"JS1:abc\x1f{MARK} label=x", None),
+        ("admin_comment", f"{MARK} label=x\x1fJS1:abc", None),
+        ("admin_comment", f"{MARK} label=x JS1:abc", None),
+    ],
+)
 def test_merge_keeps_what_is_not_ours(field: str, current: str, expected: str | None) -> None:
     assert merged_value(field, current, "REC") == expected
 
@@ -73,6 +92,7 @@ def test_decode_reads_only_a_mark_followed_by_our_fields() -> None:
 def test_decode_is_linear_on_long_runs() -> None:
     """A run of letters (quadratic for a findall of `[a-z_]+=`) or of records: 16x the input must
     cost well under the 256x a quadratic parser would (best of 3: the machine is shared)."""
+
     def cost(text: str) -> float:
         best = float("inf")
         for _ in range(3):
@@ -87,16 +107,21 @@ def test_decode_is_linear_on_long_runs() -> None:
         assert large < 50 * small + 0.05, (unit, small, large)
 
 
-_values = st.one_of(st.none(), st.text(max_size=80), st.integers(-10**6, 10**6))
-_diagnoses = st.fixed_dictionaries({
-    "label": st.text(min_size=1, max_size=40), "root_node": _values, "root_rank": _values,
-    "facts": st.fixed_dictionaries({"driver_version": _values, "cdmm": _values, "ncore_version": _values,
-                                    "gpu_model": _values}),
-    "details": st.fixed_dictionaries({"xid": _values}),
-})
+_values = st.one_of(st.none(), st.text(max_size=80), st.integers(-(10**6), 10**6))
+_diagnoses = st.fixed_dictionaries(
+    {
+        "label": st.text(min_size=1, max_size=40),
+        "root_node": _values,
+        "root_rank": _values,
+        "facts": st.fixed_dictionaries(
+            {"driver_version": _values, "cdmm": _values, "ncore_version": _values, "gpu_model": _values}
+        ),
+        "details": st.fixed_dictionaries({"xid": _values}),
+    }
+)
 _free_text = st.text(st.characters(codec="utf-8"), max_size=200) | st.lists(
-    st.sampled_from([MARK, "label=x", "node=n1", "bogus=1", "JS1:abc", "\x1f", "\n", " ", "a" * 30, "="]),
-    max_size=30).map("".join)
+    st.sampled_from([MARK, "label=x", "node=n1", "bogus=1", "JS1:abc", "\x1f", "\n", " ", "a" * 30, "="]), max_size=30
+).map("".join)
 
 
 @given(_diagnoses, st.text(max_size=20), st.text(max_size=20))
@@ -113,7 +138,7 @@ def test_decode_never_raises_and_returns_only_our_keys(text: str) -> None:
     fields = decode(text)
     assert fields is None or (fields and set(fields) <= set(KEYS))
     for found in find_records(text):
-        assert text[found.start:].startswith(MARK)
+        assert text[found.start :].startswith(MARK)
 
 
 @given(_free_text, _diagnoses)

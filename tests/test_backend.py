@@ -107,15 +107,24 @@ def test_open_slurm_logs_one_line_a_warning_on_fallback() -> None:
     slurm = open_slurm(config, log, choose_backend("pyslurm", broken, slurm_2205))
     assert isinstance(slurm, SlurmCli)
     assert [(level, event, kv["backend"]) for level, event, kv in log.lines] == [
-        ("warning", "slurm_backend_fallback", "cli")]
+        ("warning", "slurm_backend_fallback", "cli")
+    ]
     log = Lines()
     chosen = open_slurm(config, log, choose_backend("pyslurm", lambda: pyslurm_module("22.5.3"), slurm_2205))
     assert isinstance(chosen, SlurmPyslurm)
     assert [(level, event, kv["backend"]) for level, event, kv in log.lines] == [("info", "slurm_backend", "pyslurm")]
 
 
-@pytest.mark.parametrize(("slurm", "tag"), [("22.05.8", "v22.5.3"), ("24.11.5", "v24.11.0"), ("25.05.3", "v25.5.0"),
-                                            ("slurm 25.11.0", "v25.11.2"), ("26.05.5", "none published")])
+@pytest.mark.parametrize(
+    ("slurm", "tag"),
+    [
+        ("22.05.8", "v22.5.3"),
+        ("24.11.5", "v24.11.0"),
+        ("25.05.3", "v25.5.0"),
+        ("slurm 25.11.0", "v25.11.2"),
+        ("26.05.5", "none published"),
+    ],
+)
 def test_matrix(slurm: str, tag: str) -> None:
     assert matching_tag(slurm) == tag
 
@@ -131,8 +140,9 @@ def test_the_prolog_never_imports_pyslurm(tmp_path: Path) -> None:
     mark = tmp_path / "imported"
     (fake / "__init__.py").write_text(f"open({str(mark)!r}, 'w').close()\n__version__ = '22.5.3'\n")
     config = tmp_path / "config.yaml"
-    config.write_text(f"state_dir: {tmp_path / 'state'}\nlog_file: {tmp_path / 'hooks.log'}\n"
-                      "slurm: {backend: pyslurm}\n")
+    config.write_text(
+        f"state_dir: {tmp_path / 'state'}\nlog_file: {tmp_path / 'hooks.log'}\nslurm: {{backend: pyslurm}}\n"
+    )
     code = textwrap.dedent("""
         import sys
         from slurm_hooks.hooks import prolog
@@ -140,8 +150,12 @@ def test_the_prolog_never_imports_pyslurm(tmp_path: Path) -> None:
         rc = prolog.main({"SLURM_JOB_ID": "91"}, gpu=RecordedGpu(GB200))
         sys.exit(rc or ("pyslurm" in sys.modules))
     """)
-    env = {**os.environ, "SLURM_HOOKS_CONFIG": str(config), "SLURM_HOOKS_CACHE_DIR": str(tmp_path / "cache"),
-           "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{ROOT}"}
+    env = {
+        **os.environ,
+        "SLURM_HOOKS_CONFIG": str(config),
+        "SLURM_HOOKS_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{ROOT}",
+    }
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "state" / "jobs" / "91" / "node.json").exists()  # the Prolog did run

@@ -15,8 +15,14 @@ from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose import diagnose
 from tests.conftest import write_bundle
 
-JOB = {"job_id": "42", "state": "FAILED", "exit_code": "139:0", "start_time": "2026-01-05T10:00:00+00:00",
-       "end_time": "2026-01-05T11:00:00+00:00", "nodes": ["n1"]}
+JOB = {
+    "job_id": "42",
+    "state": "FAILED",
+    "exit_code": "139:0",
+    "start_time": "2026-01-05T10:00:00+00:00",
+    "end_time": "2026-01-05T11:00:00+00:00",
+    "nodes": ["n1"],
+}
 CRASH = "0: [2026-01-05 10:30:00] saving checkpoint at iteration 10\n0: !!!!!!! Segfault encountered !!!!!!!\n"
 
 
@@ -24,12 +30,18 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "slurm_hooks", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize(("name", "body"), [
-    ("empty.out", b""),
-    ("binary.out", os.urandom(64 * 1024)),
-    ("latin1.out", "caf\xe9 na\xefve\n".encode("latin-1") * 100),
-    ("truncated.out", b"0: [rank0]:[E105 10:40:00.1 ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective op"),
-])
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("empty.out", b""),
+        ("binary.out", os.urandom(64 * 1024)),
+        ("latin1.out", "caf\xe9 na\xefve\n".encode("latin-1") * 100),
+        (
+            "truncated.out",
+            b"0: [rank0]:[E105 10:40:00.1 ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective op",
+        ),
+    ],
+)
 def test_odd_log_files_do_not_stop_the_diagnosis(tmp_path: Path, pack, name: str, body: bytes) -> None:
     root = write_bundle(tmp_path / "b", JOB, {"job.out": CRASH, name: body})
     got = diagnose(load_bundle(root), pack)
@@ -89,10 +101,13 @@ def test_100mb_single_line_keeps_memory_bounded(tmp_path: Path) -> None:
         chunk = b"Watchdog caught " + b"z" * (1 << 20)
         for _ in range(100):
             fh.write(chunk)  # 100 MiB, one line, no newline, and it matches a keyword
-    code = ("import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)")
-    out = subprocess.run([sys.executable, "-c", code, "diagnose", "--json", str(root)], capture_output=True,
-                         text=True, timeout=300)
+    code = (
+        "import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, "diagnose", "--json", str(root)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["label"] == "checkpoint_segfault"
     peak_kib = int(out.stderr.strip().splitlines()[-1])
@@ -103,22 +118,55 @@ def test_100mb_single_line_keeps_memory_bounded(tmp_path: Path) -> None:
 NODE = {"node": "n1", "boot_time": "2026-01-05T09:00:00+00:00"}
 
 
-@pytest.mark.parametrize(("log", "kernel", "job", "facts", "said"), [
-    ("0: [2026-01-05 10:20:00+99:00] saving checkpoint\n", None, {}, NODE, None),
-    ("0: 2026-01-05T10:20:00+24:00 x\n0: 0001-01-01 00:00:00+05:00 y\n", None, {}, NODE, None),
-    ("", "[99999999999999999999.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n", {}, NODE,
-     None),
-    ("", "[" + "9" * 5000 + ".0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n", {}, NODE, None),
-    ("", "[  100.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n", {},
-     {"node": "n1", "boot_time": "9999-12-31T23:59:59+00:00"}, "matching lines without a usable time"),
-    ("", None, {"start_time": "0001-01-01T00:00:00+05:00"}, NODE, "start_time='0001-01-01T00:00:00+05:00' is outside"),
-    ("", None, {"end_time": "9999-12-31T23:59:59-05:00"}, NODE, "end_time='9999-12-31T23:59:59-05:00' is outside"),
-    ("", None, {"start_time": "9999-12-31T23:00:00+00:00"}, NODE, "start_time='9999-12-31T23:00:00+00:00' is outside"),
-])
-def test_impossible_times_are_skipped(tmp_path: Path, pack, log: str, kernel: str | None, job: dict, facts: dict,
-                                      said: str | None) -> None:
-    root = write_bundle(tmp_path / "b", {**JOB, **job}, {"job.out": log + CRASH}, [facts],
-                        {"n1": kernel} if kernel else None)
+@pytest.mark.parametrize(
+    ("log", "kernel", "job", "facts", "said"),
+    [
+        ("0: [2026-01-05 10:20:00+99:00] saving checkpoint\n", None, {}, NODE, None),
+        ("0: 2026-01-05T10:20:00+24:00 x\n0: 0001-01-01 00:00:00+05:00 y\n", None, {}, NODE, None),
+        (
+            "",
+            "[99999999999999999999.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n",
+            {},
+            NODE,
+            None,
+        ),
+        (
+            "",
+            "[" + "9" * 5000 + ".0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n",
+            {},
+            NODE,
+            None,
+        ),
+        (
+            "",
+            "[  100.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus\n",
+            {},
+            {"node": "n1", "boot_time": "9999-12-31T23:59:59+00:00"},
+            "matching lines without a usable time",
+        ),
+        (
+            "",
+            None,
+            {"start_time": "0001-01-01T00:00:00+05:00"},
+            NODE,
+            "start_time='0001-01-01T00:00:00+05:00' is outside",
+        ),
+        ("", None, {"end_time": "9999-12-31T23:59:59-05:00"}, NODE, "end_time='9999-12-31T23:59:59-05:00' is outside"),
+        (
+            "",
+            None,
+            {"start_time": "9999-12-31T23:00:00+00:00"},
+            NODE,
+            "start_time='9999-12-31T23:00:00+00:00' is outside",
+        ),
+    ],
+)
+def test_impossible_times_are_skipped(
+    tmp_path: Path, pack, log: str, kernel: str | None, job: dict, facts: dict, said: str | None
+) -> None:
+    root = write_bundle(
+        tmp_path / "b", {**JOB, **job}, {"job.out": log + CRASH}, [facts], {"n1": kernel} if kernel else None
+    )
     got = diagnose(load_bundle(root), pack)
     assert got.label == "checkpoint_segfault" and got.root_rank == 0
     if said:
@@ -136,8 +184,10 @@ def test_job_json_nested_200000_deep_is_skipped(tmp_path: Path, pack) -> None:
 
 
 # ------------------------------------------------- issue 8 class 4: no silent wrong answers
-NCCL = "1: [rank1]:[E105 10:40:00.1 ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation timeout: " \
-       "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
+NCCL = (
+    "1: [rank1]:[E105 10:40:00.1 ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
+)
 
 
 def test_cr_only_log_gets_the_real_label(tmp_path: Path, pack) -> None:
@@ -151,11 +201,16 @@ def test_rule_keywords_with_nul_and_a_flood_of_keywords(tmp_path: Path) -> None:
     from slurm_hooks.rules import load_rule_pack
 
     nul = tmp_path / "nul.yaml"
-    nul.write_text('rules: [ {name: nul, family: segfault, role: primary, source: log, keywords: ["dead\\0beef"], '
-                   "pattern: 'dead.beef'} ]\n")
+    nul.write_text(
+        'rules: [ {name: nul, family: segfault, role: primary, source: log, keywords: ["dead\\0beef"], '
+        "pattern: 'dead.beef'} ]\n"
+    )
     many = tmp_path / "many.yaml"
-    many.write_text("rules: [ {name: many, family: task_host, role: context, keywords: [" +
-                    ", ".join(f"kw{i}" for i in range(20_000)) + "], pattern: kw} ]\n")
+    many.write_text(
+        "rules: [ {name: many, family: task_host, role: context, keywords: ["
+        + ", ".join(f"kw{i}" for i in range(20_000))
+        + "], pattern: kw} ]\n"
+    )
     pack = load_rule_pack([nul, many])  # the hooks' way: nothing raises
     assert any("many.yaml" in s and "more than 5000" in s for s in pack.skipped)
     root = write_bundle(tmp_path / "b", {**JOB, "exit_code": "1:0"}, {"job.out": b"x\n0: dead\x00beef\n"})

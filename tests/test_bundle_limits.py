@@ -18,8 +18,14 @@ from slurm_hooks.diagnose import diagnose
 from slurm_hooks.tarbundle import PREFIX, sweep_leftovers
 from tests.conftest import write_bundle
 
-JOB = {"job_id": "42", "state": "FAILED", "exit_code": "139:0", "start_time": "2026-01-05T10:00:00+00:00",
-       "end_time": "2026-01-05T11:00:00+00:00", "nodes": ["n1"]}
+JOB = {
+    "job_id": "42",
+    "state": "FAILED",
+    "exit_code": "139:0",
+    "start_time": "2026-01-05T10:00:00+00:00",
+    "end_time": "2026-01-05T11:00:00+00:00",
+    "nodes": ["n1"],
+}
 CRASH = "0: [2026-01-05 10:30:00] saving checkpoint at iteration 10\n0: !!!!!!! Segfault encountered !!!!!!!\n"
 SECRET = "root-only-secret-7f3a"
 
@@ -90,8 +96,10 @@ BASE = [_file("5512093/job.json", json.dumps(JOB).encode()), _file("5512093/logs
 
 
 def test_a_tarball_bomb_is_cut_at_tar_mb(tmp_path: Path, pack) -> None:
-    bomb = _tarball(tmp_path / "bomb.tar.gz", [*BASE, _file("5512093/logs/zeros.out", bytes(3 << 20)),
-                                               _file("5512093/logs/after.out", b"x\n")])
+    bomb = _tarball(
+        tmp_path / "bomb.tar.gz",
+        [*BASE, _file("5512093/logs/zeros.out", bytes(3 << 20)), _file("5512093/logs/after.out", b"x\n")],
+    )
     with open_bundle(bomb, Limits(tar_mb=2)) as bundle:
         assert [f.name for f in bundle.logs] == ["job.out"]
         got = diagnose(bundle, pack)
@@ -101,8 +109,12 @@ def test_a_tarball_bomb_is_cut_at_tar_mb(tmp_path: Path, pack) -> None:
 
 def test_a_sparse_member_is_refused(tmp_path: Path) -> None:
     sparse = tarfile.TarInfo("5512093/logs/sparse.out")
-    sparse.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "logs/sparse.out",
-                          "GNU.sparse.realsize": str(8 << 30)}
+    sparse.pax_headers = {
+        "GNU.sparse.major": "1",
+        "GNU.sparse.minor": "0",
+        "GNU.sparse.name": "logs/sparse.out",
+        "GNU.sparse.realsize": str(8 << 30),
+    }
     tgz = _tarball(tmp_path / "sparse.tar.gz", [*BASE, (sparse, b"1\n8589934591\n1\n".ljust(512, b"\0") + b"x")])
     with open_bundle(tgz) as bundle:
         assert [f.name for f in bundle.logs] == ["job.out"]
@@ -142,8 +154,14 @@ def test_leftovers_of_a_killed_run_are_swept(tmp_path: Path) -> None:
     assert not dead.exists() and alive.exists() and other.exists()
 
 
-@given(st.lists(st.sampled_from(["", ".", "..", "logs", "nodes", "kernel", "job.json", "top", ".hidden", "a\0b",
-                                 "x" * 300, "n1.json", "/"]), max_size=6).map("/".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["", ".", "..", "logs", "nodes", "kernel", "job.json", "top", ".hidden", "a\0b", "x" * 300, "n1.json", "/"]
+        ),
+        max_size=6,
+    ).map("/".join)
+)
 def test_tar_member_names_map_only_into_the_bundle_layout(name: str) -> None:
     from slurm_hooks.tarbundle import _bundle_path
 
@@ -164,8 +182,10 @@ def test_a_sigkilled_run_leaves_nothing_once_the_next_run_starts(tmp_path: Path)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp)}
-    hold = ("import sys, time; from pathlib import Path; from slurm_hooks.bundle import open_bundle\n"
-            "with open_bundle(Path(sys.argv[1])) as b: print(b.root, flush=True); time.sleep(60)")
+    hold = (
+        "import sys, time; from pathlib import Path; from slurm_hooks.bundle import open_bundle\n"
+        "with open_bundle(Path(sys.argv[1])) as b: print(b.root, flush=True); time.sleep(60)"
+    )
     victim = subprocess.Popen([sys.executable, "-c", hold, str(tgz)], env=env, stdout=subprocess.PIPE, text=True)
     assert victim.stdout is not None
     where = Path(victim.stdout.readline().strip())
@@ -175,6 +195,11 @@ def test_a_sigkilled_run_leaves_nothing_once_the_next_run_starts(tmp_path: Path)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and Path(f"/proc/{victim.pid}").exists():
         time.sleep(0.05)  # the pid must be gone (reaped) before the sweep may take its directory
-    subprocess.run([sys.executable, "-m", "slurm_hooks", "diagnose", "--json", str(tgz)], env=env, check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", "diagnose", "--json", str(tgz)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert list(tmp.iterdir()) == []

@@ -20,7 +20,10 @@ def _check(path: Path, pack) -> None:
     expected = json.loads((path / "expected.json").read_text())
     got = diagnose(load_bundle(path), pack)
     assert (got.label, got.root_node, got.root_rank) == (
-        expected["label"], expected["root_node"], expected["root_rank"]), got.summary
+        expected["label"],
+        expected["root_node"],
+        expected["root_rank"],
+    ), got.summary
     if "xid" in expected:
         assert got.details["xid"] == expected["xid"]
     if "concurrent" in expected:  # genuine faults the clocks could not order, by node

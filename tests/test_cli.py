@@ -14,8 +14,13 @@ EXAMPLE = Path(__file__).parent.parent / "slurm_hooks/examples/cdmm-checkpoint-s
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "slurm_hooks", *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_decode_text() -> None:

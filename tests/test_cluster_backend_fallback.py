@@ -29,8 +29,14 @@ def cluster() -> Iterator[None]:
 @contextlib.contextmanager
 def planted_pyslurm(init: str) -> Iterator[None]:
     """Swap the hooks' real pyslurm package for one whose __init__ is `init`; put it back after."""
-    site = Path(subprocess.run([dc.HOOKS_PYTHON, "-c", "import pyslurm, os; print(os.path.dirname(pyslurm.__file__))"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [dc.HOOKS_PYTHON, "-c", "import pyslurm, os; print(os.path.dirname(pyslurm.__file__))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     aside = site.with_name("pyslurm.real")
     site.rename(aside)
     try:
@@ -42,10 +48,13 @@ def planted_pyslurm(init: str) -> Iterator[None]:
         aside.rename(site)
 
 
-@pytest.mark.parametrize(("init", "reason"), [
-    ("raise ImportError('deliberately broken pyslurm')\n", "ImportError: deliberately broken pyslurm"),
-    ("__version__ = '25.11.2'\n", "pyslurm 25.11.2 is built for Slurm 25.11, this is Slurm 22.05"),
-])
+@pytest.mark.parametrize(
+    ("init", "reason"),
+    [
+        ("raise ImportError('deliberately broken pyslurm')\n", "ImportError: deliberately broken pyslurm"),
+        ("__version__ = '25.11.2'\n", "pyslurm 25.11.2 is built for Slurm 25.11, this is Slurm 22.05"),
+    ],
+)
 def test_epilog_falls_back_to_the_cli(init: str, reason: str) -> None:
     dc.configure(extra="slurm: {backend: pyslurm}\n")
     with planted_pyslurm(init):

@@ -63,7 +63,12 @@ def test_segfault_in_checkpoint_save_is_annotated(backend: str) -> None:
     fields = dc.wait_annotated(job)
     assert fields["label"] == "cdmm_checkpoint_segfault"
     assert (fields["node"], fields["rank"], fields["driver"], fields["cdmm"], fields["ncore"]) == (
-        HOST.lower(), "0", "580.95.05", "on", "3.6.2")
+        HOST.lower(),
+        "0",
+        "580.95.05",
+        "on",
+        "3.6.2",
+    )
     diagnosis = json.loads((SPOOL / "jobs" / job / "diagnosis.json").read_text())
     assert diagnosis["first_fault"]["kind"] == "segfault"
     # the kernel saw the crash too, and the bundle kept it
@@ -105,7 +110,9 @@ def test_slurmdbd_outage_loses_nothing(backend: str) -> None:
         subprocess.run(["/usr/sbin/slurmdbd"], check=True)
     deadline = time.monotonic() + 120
     while True:
-        out = subprocess.run([sys.executable, "-m", "slurm_hooks", "flush"], capture_output=True, text=True, timeout=200)
+        out = subprocess.run(
+            [sys.executable, "-m", "slurm_hooks", "flush"], capture_output=True, text=True, timeout=200
+        )
         if out.returncode == 0 or time.monotonic() > deadline:
             break
         time.sleep(2)
@@ -137,8 +144,7 @@ def test_planted_symlink_and_forged_lines_do_not_leak_or_forge() -> None:
 
 def test_32_jobs_ending_at_once_are_all_annotated() -> None:
     at = int(time.time()) + 25
-    jobs = [dc.submit(f"sleep $(( {at} - $(date +%s) )); echo done; exit {n % 2}", args="--mem=64M")
-            for n in range(32)]
+    jobs = [dc.submit(f"sleep $(( {at} - $(date +%s) )); echo done; exit {n % 2}", args="--mem=64M") for n in range(32)]
     for job in jobs:
         assert dc.wait(job, timeout=240) in ("COMPLETED", "FAILED")
     labels = {job: dc.wait_annotated(job, timeout=60)["label"] for job in jobs}

@@ -56,8 +56,11 @@ def cluster():
 
 
 def submit_crash(rank: int, args: str = "", watchdog_after: float | str = 3, kernel_line: bool = True) -> str:
-    return dc.submit(f"export CRASH_RANK={rank} WATCHDOG_AFTER={watchdog_after} KERNEL_LINE={int(kernel_line)}\n"
-                     f"srun -l --kill-on-bad-exit=0 {dc.JOBS}/rank-task.sh", args=f"{FOUR_NODES} {args}")
+    return dc.submit(
+        f"export CRASH_RANK={rank} WATCHDOG_AFTER={watchdog_after} KERNEL_LINE={int(kernel_line)}\n"
+        f"srun -l --kill-on-bad-exit=0 {dc.JOBS}/rank-task.sh",
+        args=f"{FOUR_NODES} {args}",
+    )
 
 
 def hooks_that(event: str, job: str) -> list[str]:
@@ -129,8 +132,12 @@ def test_a_late_node_is_skipped_by_the_lead_and_still_reaches_the_spool() -> Non
         dc.configure(hosts=LAYOUT, kernel_files=True)
     assert (SPOOL / "jobs" / job / f"parts/{late}.done").exists()
     tarball = dc.JOBS / f"collect-{job}.tar.gz"
-    out = subprocess.run([sys.executable, "-m", "slurm_hooks", "collect", job, "-o", str(tarball)],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", "collect", job, "-o", str(tarball)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     import tarfile
 
@@ -159,8 +166,10 @@ def test_eight_four_node_jobs_ending_together() -> None:
     window would count as this job's evidence (README, "Multi-node jobs"). So here each job's crash
     is in its own log only, and that log says where its rank ran."""
     at = int(time.time()) + 12
-    jobs = [submit_crash(rank=n, args="--mem-per-cpu=64M", watchdog_after=f"$(( {at} - $(date +%s) ))",
-                         kernel_line=False) for n in range(8)]
+    jobs = [
+        submit_crash(rank=n, args="--mem-per-cpu=64M", watchdog_after=f"$(( {at} - $(date +%s) ))", kernel_line=False)
+        for n in range(8)
+    ]
     for job in jobs:
         assert dc.wait(job, timeout=180) in ("FAILED", "COMPLETED")
     for n, job in enumerate(jobs):

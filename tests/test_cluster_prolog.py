@@ -26,14 +26,25 @@ def exports(text: str) -> dict[str, str]:
 SHOW_ENV = "env | grep ^SLURM_HOOKS_ | sort; echo ---; srun bash -c 'env | grep ^SLURM_HOOKS_ | sort'"
 
 
-@pytest.mark.parametrize(("host", "expected"), [
-    ("gb200-cdmm-driver", {"SLURM_HOOKS_CDMM": "on", "SLURM_HOOKS_NVIDIA_DRIVER": "580.95.05",
-                           "SLURM_HOOKS_CHECKPOINT_SYNC": "1", "SLURM_HOOKS_GPU_MODEL": "NVIDIA GB200",
-                           "SLURM_HOOKS_GPU_COUNT": "4", "SLURM_HOOKS_NCORE_VERSION": "3.6.2"}),
-    ("gb200-numa", {"SLURM_HOOKS_CDMM": "off", "SLURM_HOOKS_NVIDIA_DRIVER": "580.95.05"}),
-    ("gb200-r600-empty", {"SLURM_HOOKS_CDMM": "unknown", "SLURM_HOOKS_NVIDIA_DRIVER": "600.12.01"}),
-    ("no-gpu", {"SLURM_HOOKS_CDMM": "unknown", "SLURM_HOOKS_NVIDIA_DRIVER": "", "SLURM_HOOKS_GPU_MODEL": ""}),
-])
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        (
+            "gb200-cdmm-driver",
+            {
+                "SLURM_HOOKS_CDMM": "on",
+                "SLURM_HOOKS_NVIDIA_DRIVER": "580.95.05",
+                "SLURM_HOOKS_CHECKPOINT_SYNC": "1",
+                "SLURM_HOOKS_GPU_MODEL": "NVIDIA GB200",
+                "SLURM_HOOKS_GPU_COUNT": "4",
+                "SLURM_HOOKS_NCORE_VERSION": "3.6.2",
+            },
+        ),
+        ("gb200-numa", {"SLURM_HOOKS_CDMM": "off", "SLURM_HOOKS_NVIDIA_DRIVER": "580.95.05"}),
+        ("gb200-r600-empty", {"SLURM_HOOKS_CDMM": "unknown", "SLURM_HOOKS_NVIDIA_DRIVER": "600.12.01"}),
+        ("no-gpu", {"SLURM_HOOKS_CDMM": "unknown", "SLURM_HOOKS_NVIDIA_DRIVER": "", "SLURM_HOOKS_GPU_MODEL": ""}),
+    ],
+)
 def test_job_environment_carries_the_node_facts(host: str, expected: dict[str, str]) -> None:
     dc.configure(host)
     job = dc.submit(SHOW_ENV)
@@ -63,8 +74,9 @@ def test_state_is_private_to_the_job_and_removed_by_the_epilog() -> None:
 
 
 def test_hung_facts_collection_still_starts_the_job_and_keeps_the_node_up() -> None:
-    dc.configure(extra="ncore_sources: [{type: command, argv: [/bin/sleep, '300']}]\n"
-                       "budgets: {prolog_s: 2, command_s: 200}\n")
+    dc.configure(
+        extra="ncore_sources: [{type: command, argv: [/bin/sleep, '300']}]\nbudgets: {prolog_s: 2, command_s: 200}\n"
+    )
     started = time.monotonic()
     job = dc.submit("echo ran; env | grep -c ^SLURM_HOOKS_ || true")
     assert dc.wait(job) == "COMPLETED"

@@ -18,8 +18,14 @@ from tests import devcluster as dc
 
 pytestmark = pytest.mark.slurm
 SEGV = 'srun python3 -c "import ctypes; ctypes.string_at(0)"'
-EXPECTED = {"success": 1, "cdmm_checkpoint_segfault": 1, "app_segfault": 1, "cancelled": 1, "time_limit": 1,
-            "(no record)": 2}
+EXPECTED = {
+    "success": 1,
+    "cdmm_checkpoint_segfault": 1,
+    "app_segfault": 1,
+    "cancelled": 1,
+    "time_limit": 1,
+    "(no record)": 2,
+}
 
 
 def wait_logged(job: str, event: str, timeout: float = 60) -> None:
@@ -37,10 +43,12 @@ def jobs() -> dict[str, str]:
     since = datetime.now() - timedelta(seconds=2)
     # Kernel lines are node-wide: a job running beside a segfault may take it as its own evidence
     # (README), so the crashing jobs run first and the others only once they are over.
-    jobs = {"success": dc.submit("echo fine"),
-            "ckpt": dc.submit(f"echo 'saving checkpoint at iteration 2000 to /ckpt'\n{SEGV}"),
-            "app": dc.submit(SEGV),
-            "foreign": dc.submit(f"sleep 3\n{SEGV}")}
+    jobs = {
+        "success": dc.submit("echo fine"),
+        "ckpt": dc.submit(f"echo 'saving checkpoint at iteration 2000 to /ckpt'\n{SEGV}"),
+        "app": dc.submit(SEGV),
+        "foreign": dc.submit(f"sleep 3\n{SEGV}"),
+    }
     dc.wait_running(jobs["foreign"])
     dc.run("scontrol", "update", f"jobid={jobs['foreign']}", "admincomment=JS1:eyJqb2JzdGF0cyI6MX0=")
     for name, job in jobs.items():
@@ -50,8 +58,11 @@ def jobs() -> dict[str, str]:
         else:
             dc.wait_annotated(job)
     time.sleep(3)
-    later = {"cancel": dc.submit("sleep 300"), "timeout": dc.submit("sleep 300", args="--time=1"),
-             "opted_out": dc.submit("exit 3", args="--comment='keep out: slurm-hooks=off'")}
+    later = {
+        "cancel": dc.submit("sleep 300"),
+        "timeout": dc.submit("sleep 300", args="--time=1"),
+        "opted_out": dc.submit("exit 3", args="--comment='keep out: slurm-hooks=off'"),
+    }
     dc.wait_running(later["cancel"])
     dc.run("scancel", later["cancel"])
     for name, job in later.items():
@@ -67,8 +78,24 @@ def jobs() -> dict[str, str]:
 
 
 def report(jobs: dict[str, str], *args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "slurm_hooks", "report", "--since", jobs["since"], "--until",
-                          jobs["until"], "--user", "alice", *args], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "slurm_hooks",
+            "report",
+            "--since",
+            jobs["since"],
+            "--until",
+            jobs["until"],
+            "--user",
+            "alice",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 

@@ -85,8 +85,7 @@ def test_a_finished_job_reads_the_same(backends: dict[str, Slurm], finished: str
 
 @pytest.mark.parametrize("writer", BACKENDS)
 @pytest.mark.parametrize("field", ["admin_comment", "comment"])
-def test_what_one_writes_the_other_reads(backends: dict[str, Slurm], finished: str, writer: str,
-                                         field: str) -> None:
+def test_what_one_writes_the_other_reads(backends: dict[str, Slurm], finished: str, writer: str, field: str) -> None:
     """Our record is lowercase by design, so both writers store it byte for byte and decode agrees."""
     record = f"slurm-hooks/v1 label=app_segfault node={HOST.lower()} rank=0 exit=139:0 by={writer}"
     backends[writer].set_job_field(finished, field, record)
@@ -131,12 +130,14 @@ def test_accounting_between_gives_the_same_rows(backends: dict[str, Slurm], fini
         cli, ps = fields(rows["cli"][job]), fields(rows["pyslurm"][job])
         cli["state"] = cli["state"].split(" ")[0]  # sacct says "CANCELLED by 0"; pyslurm the state alone
         assert ps == cli
-    assert (rows["pyslurm"][ok].state, rows["pyslurm"][ok].user, rows["pyslurm"][ok].n_nodes) == ("COMPLETED",
-                                                                                                   "alice", 1)
+    assert (rows["pyslurm"][ok].state, rows["pyslurm"][ok].user, rows["pyslurm"][ok].n_nodes) == (
+        "COMPLETED",
+        "alice",
+        1,
+    )
 
 
-def test_with_slurmdbd_down_accounting_is_unavailable_not_missing(backends: dict[str, Slurm],
-                                                                   finished: str) -> None:
+def test_with_slurmdbd_down_accounting_is_unavailable_not_missing(backends: dict[str, Slurm], finished: str) -> None:
     """The outbox keeps an annotation on `unavailable` and retries soon on `not yet`: keep them apart."""
     pid = int(Path("/run/slurmdbd.pid").read_text())
     os.kill(pid, 15)

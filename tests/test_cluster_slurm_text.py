@@ -71,8 +71,9 @@ def test_decode_does_not_trust_a_record_forged_in_the_users_comment() -> None:
         assert dc.wait(job) == "COMPLETED"
         wait_event(job, "annotation_skipped")
         assert comments(job)[0].startswith(MARK)
-        out = subprocess.run([sys.executable, "-m", "slurm_hooks", "decode", "--job", job], capture_output=True,
-                             text=True, timeout=30)
+        out = subprocess.run(
+            [sys.executable, "-m", "slurm_hooks", "decode", "--job", job], capture_output=True, text=True, timeout=30
+        )
         assert out.returncode == 1 and out.stdout == "", out
     finally:
         dc.configure()

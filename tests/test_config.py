@@ -24,7 +24,8 @@ def test_documented_example_is_the_defaults() -> None:
 
 
 def test_full_file() -> None:
-    cfg = parse_config("""
+    cfg = parse_config(
+        """
 host_root: /host
 state_dir: /tmp/state
 ncore_sources:
@@ -33,27 +34,32 @@ ncore_sources:
 budgets: {prolog_s: 4, nvml_call_s: 0.5}
 annotation: {field: comment, mode: shadow}
 rule_files: [/etc/slurm-hooks/site-rules.yaml]
-""", "t.yaml")
+""",
+        "t.yaml",
+    )
     assert cfg.host_root == "/host" and cfg.budgets.prolog_s == 4.0 and cfg.budgets.epilog_s == 30.0
     assert cfg.ncore_sources[1].argv == ("/usr/local/bin/ncore", "--version")
     assert cfg.annotation.mode == "shadow" and cfg.rule_files == ("/etc/slurm-hooks/site-rules.yaml",)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("hostroot: /x", "unknown key 'hostroot'"),
-    ("budgets: {prolog: 3}", "unknown key 'budgets.prolog'"),
-    ("budgets: {prolog_s: soon}", "key 'budgets.prolog_s' must be float"),
-    ("budgets: {prolog_s: -1}", "must not be negative"),
-    ("annotation: {field: notes}", "key 'annotation.field' must be one of admin_comment, comment"),
-    ("slurm: {backend: rest}", "key 'slurm.backend' must be one of auto, cli, pyslurm"),
-    ("slurm: {backnd: cli}", "unknown key 'slurm.backnd'"),
-    ("state_dir: 5", "key 'state_dir' must be str"),
-    ("ncore_sources: [{type: url}]", "key 'ncore_sources.type' must be one of file, env, command"),
-    ("ncore_sources: [{type: command}]", "key 'ncore_sources[0].argv' is required"),
-    ("retention_days: true", "key 'retention_days' must be int"),
-    ("[1, 2]", "top level must be a mapping"),
-    ("a: [", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("hostroot: /x", "unknown key 'hostroot'"),
+        ("budgets: {prolog: 3}", "unknown key 'budgets.prolog'"),
+        ("budgets: {prolog_s: soon}", "key 'budgets.prolog_s' must be float"),
+        ("budgets: {prolog_s: -1}", "must not be negative"),
+        ("annotation: {field: notes}", "key 'annotation.field' must be one of admin_comment, comment"),
+        ("slurm: {backend: rest}", "key 'slurm.backend' must be one of auto, cli, pyslurm"),
+        ("slurm: {backnd: cli}", "unknown key 'slurm.backnd'"),
+        ("state_dir: 5", "key 'state_dir' must be str"),
+        ("ncore_sources: [{type: url}]", "key 'ncore_sources.type' must be one of file, env, command"),
+        ("ncore_sources: [{type: command}]", "key 'ncore_sources[0].argv' is required"),
+        ("retention_days: true", "key 'retention_days' must be int"),
+        ("[1, 2]", "top level must be a mapping"),
+        ("a: [", "not valid YAML"),
+    ],
+)
 def test_errors_name_file_and_key(text: str, message: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_config(text, "/etc/slurm-hooks/config.yaml")
@@ -82,15 +88,18 @@ def test_cache_follows_edits(tmp_path: Path, monkeypatch) -> None:
         load_config(path)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("budgets: {epilog_s: .nan}", "key 'budgets.epilog_s' must be a finite number"),
-    ("budgets: {prolog_s: .inf}", "key 'budgets.prolog_s' must be a finite number"),
-    ("budgets: {merge_wait_s: -.inf}", "key 'budgets.merge_wait_s' must be a finite number"),
-    ("limits: {tar_mb: .inf}", "key 'limits.tar_mb' must be int"),
-    ("limits: {line_bytes: -1}", "key 'limits.line_bytes' must not be negative"),
-    ("limits: {hits: 5}", "unknown key 'limits.hits'"),
-    ("budgets: " + "[" * 5000 + "]" * 5000, "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("budgets: {epilog_s: .nan}", "key 'budgets.epilog_s' must be a finite number"),
+        ("budgets: {prolog_s: .inf}", "key 'budgets.prolog_s' must be a finite number"),
+        ("budgets: {merge_wait_s: -.inf}", "key 'budgets.merge_wait_s' must be a finite number"),
+        ("limits: {tar_mb: .inf}", "key 'limits.tar_mb' must be int"),
+        ("limits: {line_bytes: -1}", "key 'limits.line_bytes' must not be negative"),
+        ("limits: {hits: 5}", "unknown key 'limits.hits'"),
+        ("budgets: " + "[" * 5000 + "]" * 5000, "not valid YAML"),
+    ],
+)
 def test_numbers_that_are_not_numbers_are_refused(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(text)

@@ -18,8 +18,9 @@ from tests.epilog_fakes import FakeClock, FakeSlurm, RecordingLog
 
 def _queue(outbox: Outbox, *jobs: str, queued_at: float | None = None) -> None:
     for job in jobs:
-        outbox.put(OutboxEntry(job, "admin_comment", f"slurm-hooks/v1 label=success job={job}",
-                               queued_at or time.time()))
+        outbox.put(
+            OutboxEntry(job, "admin_comment", f"slurm-hooks/v1 label=success job={job}", queued_at or time.time())
+        )
 
 
 def test_outbox_keeps_everything_until_accounting_returns(tmp_path: Path) -> None:
@@ -27,7 +28,9 @@ def test_outbox_keeps_everything_until_accounting_returns(tmp_path: Path) -> Non
     _queue(outbox, "1", "2", "3")
     slurm.dbd_up = False
     down = deliver_backlog(outbox, slurm, log, clock, budget_s=10, retention_days=30)
-    assert (down.delivered, down.pending) == (0, 3) and log.events() == ["annotation_queued"]  # stops at the first refusal
+    assert (down.delivered, down.pending) == (0, 3) and log.events() == [
+        "annotation_queued"
+    ]  # stops at the first refusal
     slurm.dbd_up = True
     back = deliver_backlog(outbox, slurm, log, clock, budget_s=10, retention_days=30)
     assert back.delivered == 3 and outbox.pending(clock.time()).entries == []
@@ -37,8 +40,9 @@ def test_outbox_keeps_everything_until_accounting_returns(tmp_path: Path) -> Non
 def test_old_entries_are_dropped_and_bad_ones_block_nothing(tmp_path: Path) -> None:
     outbox, slurm, log, clock = Outbox(tmp_path), FakeSlurm(), RecordingLog(), FakeClock()
     _queue(outbox, "7", queued_at=clock.time() - 40 * 86400)
-    (tmp_path / "outbox/8.json").write_text(json.dumps({"job_id": "8", "field": "bogus", "record": "x",
-                                                        "queued_at": None}))
+    (tmp_path / "outbox/8.json").write_text(
+        json.dumps({"job_id": "8", "field": "bogus", "record": "x", "queued_at": None})
+    )
     _queue(outbox, "9")
     tally = deliver_backlog(outbox, slurm, log, clock, budget_s=10, retention_days=30)
     assert tally == Tally(delivered=1, dropped=1, quarantined=1)
@@ -139,8 +143,7 @@ def test_concurrent_flush_processes(tmp_path: Path) -> None:
     (tmp_path / "outbox/13.json").write_text('{"job_id": "13", "field": "bogus"}')  # one bad entry among them
     delivered = tmp_path / "delivered"
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_flush_in_child, args=(str(tmp_path), str(delivered), entries[i::6]))
-             for i in range(6)]
+    procs = [ctx.Process(target=_flush_in_child, args=(str(tmp_path), str(delivered), entries[i::6])) for i in range(6)]
     for p in procs:
         p.start()
     for p in procs:

@@ -36,14 +36,18 @@ def test_code_cites_log_signature_sections_that_exist() -> None:
         assert section, f"{where}: no section {major} in docs/log-signatures.md"
         if minor:
             assert re.search(rf"^(### {major}\.{minor} |{minor.split('.')[0]}\. )", section.group(0), re.M), (
-                f"{where}: no §{number} in docs/log-signatures.md")
+                f"{where}: no §{number} in docs/log-signatures.md"
+            )
 
 
 PAGES = [p for p in sorted(DOCS.rglob("*.md")) if p.name != "log-signatures.md"]  # that one quotes regexes
 
 
-@pytest.mark.parametrize("page", [*PAGES, ROOT / "CONTRIBUTING.md", ROOT / "README.md", ROOT / "deploy/sunk/README.md"],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "page",
+    [*PAGES, ROOT / "CONTRIBUTING.md", ROOT / "README.md", ROOT / "deploy/sunk/README.md"],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_relative_links_resolve(page: Path) -> None:
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text()):
         assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: broken link {target}"

@@ -21,8 +21,13 @@ HOSTS = Path(__file__).parent / "fixtures" / "hosts"
 
 def make_node(tmp: Path, **keys: str) -> Path:
     """A config whose dirs live in `tmp`, and hooks installed from this interpreter."""
-    values = {"state_dir": f"{tmp}/state", "spool_dir": f"{tmp}/spool", "log_file": f"{tmp}/hooks.log",
-              "metrics_file": f"{tmp}/textfile/slurm_hooks.prom", **keys}
+    values = {
+        "state_dir": f"{tmp}/state",
+        "spool_dir": f"{tmp}/spool",
+        "log_file": f"{tmp}/hooks.log",
+        "metrics_file": f"{tmp}/textfile/slurm_hooks.prom",
+        **keys,
+    }
     cfg = tmp / "config.yaml"
     cfg.write_text("".join(f"{k}: {v}\n" for k, v in values.items()))
     for d in ("state", "spool", "textfile"):
@@ -33,9 +38,14 @@ def make_node(tmp: Path, **keys: str) -> Path:
 
 def doctor(tmp: Path, cfg: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SLURM_HOOKS_CACHE_DIR": str(tmp)}
-    return subprocess.run([sys.executable, "-m", "slurm_hooks", "doctor", "--config", str(cfg),
-                           "--hooks-dir", str(tmp / "hooks")], capture_output=True, text=True, env=env, cwd="/",
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", "doctor", "--config", str(cfg), "--hooks-dir", str(tmp / "hooks")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        timeout=120,
+    )
 
 
 def line(out: str, check: str) -> str:

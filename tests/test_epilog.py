@@ -32,23 +32,45 @@ SEGV_KERNEL = "2026-11-27T03:50:02.100000+00:00 n1 kernel: python[9]: segfault a
 class Rig:
     """One Epilog run's world: config, job context, fakes; `run()` runs the flow on node `node`."""
 
-    def __init__(self, tmp: Path, log_text: str, state: str = "FAILED", exit_code: str = "139:0",
-                 nodes: tuple[str, ...] = ("n1",), node: str = "n1", **config: object) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        log_text: str,
+        state: str = "FAILED",
+        exit_code: str = "139:0",
+        nodes: tuple[str, ...] = ("n1",),
+        node: str = "n1",
+        **config: object,
+    ) -> None:
         self.tmp = tmp
         tmp.mkdir(exist_ok=True)
         job_log = tmp / "job.out"
         job_log.write_text(log_text)
-        self.config = Config(host_root=str(HOSTS / "gb200-cdmm-driver"), state_dir=str(tmp / "state"),
-                             spool_dir=str(tmp / "spool"), log_file=str(tmp / "hooks.log"),
-                             budgets=Budgets(merge_wait_s=5.0), **config)  # type: ignore[arg-type]
+        self.config = Config(
+            host_root=str(HOSTS / "gb200-cdmm-driver"),
+            state_dir=str(tmp / "state"),
+            spool_dir=str(tmp / "spool"),
+            log_file=str(tmp / "hooks.log"),
+            budgets=Budgets(merge_wait_s=5.0),
+            **config,
+        )  # type: ignore[arg-type]
         node_list = nodes[0] if len(nodes) == 1 else f"n[1-{len(nodes)}]"
-        self.record = JobRecord(job_id=JOB, state=state, exit_code=exit_code, start="2026-11-27T03:12:40",
-                                end="2026-11-27T04:00:19", node_list=node_list, batch_host=nodes[0],
-                                std_out=str(job_log), std_err=str(job_log))
+        self.record = JobRecord(
+            job_id=JOB,
+            state=state,
+            exit_code=exit_code,
+            start="2026-11-27T03:12:40",
+            end="2026-11-27T04:00:19",
+            node_list=node_list,
+            batch_host=nodes[0],
+            std_out=str(job_log),
+            std_err=str(job_log),
+        )
         self.slurm = FakeSlurm({JOB: self.record}, {node_list: list(nodes)})
         self.clock, self.log, self.kernel = FakeClock(), RecordingLog(), FakeKernel(SEGV_KERNEL)
-        self.ctx = JobContext(job_id=JOB, uid=os.getuid(), gid=os.getgid(), user="alice", node_list=node_list,
-                              exit_code=exit_code)
+        self.ctx = JobContext(
+            job_id=JOB, uid=os.getuid(), gid=os.getgid(), user="alice", node_list=node_list, exit_code=exit_code
+        )
         self.node = node
         self.spool: Spool = Spool(self.config.spool_dir)
         self.outbox: Outbox = Outbox(Path(self.config.spool_dir))
@@ -56,8 +78,16 @@ class Rig:
         write_job_state(self.config.state_dir, JOB, {**facts, "node": node}, None)  # as the Prolog left it
 
     def deps(self) -> EpilogDeps:
-        return EpilogDeps(slurm=self.slurm, spool=self.spool, outbox=self.outbox, gpu=RecordedGpu(GB200),
-                          kernel=self.kernel, clock=self.clock, log=self.log, node=self.node)
+        return EpilogDeps(
+            slurm=self.slurm,
+            spool=self.spool,
+            outbox=self.outbox,
+            gpu=RecordedGpu(GB200),
+            kernel=self.kernel,
+            clock=self.clock,
+            log=self.log,
+            node=self.node,
+        )
 
     def run(self, ctx: JobContext | None = None) -> None:
         run_epilog(ctx or self.ctx, self.config, self.deps())
@@ -97,8 +127,12 @@ def test_lead_collects_diagnoses_and_annotates(crash: Rig) -> None:
 
 def test_success_is_annotated_in_mode_all(fine: Rig) -> None:
     fine.run()
-    assert fine.annotation() == {"label": "success", "exit": "0:0", "state": "completed", **{
-        k: v for k, v in (fine.annotation() or {}).items() if k not in ("label", "exit", "state")}}
+    assert fine.annotation() == {
+        "label": "success",
+        "exit": "0:0",
+        "state": "completed",
+        **{k: v for k, v in (fine.annotation() or {}).items() if k not in ("label", "exit", "state")},
+    }
 
 
 def test_mode_failures_skips_successes_only(fine: Rig, tmp_path: Path) -> None:
@@ -256,8 +290,9 @@ def test_main_without_a_job_id_logs_and_exits_0(tmp_path: Path, monkeypatch: pyt
 
 def test_main_opted_out_removes_the_jobs_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(f"log_file: {tmp_path / 'hooks.log'}\nstate_dir: {tmp_path / 'state'}\n"
-                   f"spool_dir: {tmp_path / 'spool'}\n")
+    cfg.write_text(
+        f"log_file: {tmp_path / 'hooks.log'}\nstate_dir: {tmp_path / 'state'}\nspool_dir: {tmp_path / 'spool'}\n"
+    )
     monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(cfg))
     write_job_state(str(tmp_path / "state"), JOB, {"node": "n1"}, None)
     assert epilog.main({"SLURM_JOB_ID": JOB, "SLURM_JOB_COMMENT": "slurm-hooks=off"}) == 0

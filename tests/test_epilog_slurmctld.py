@@ -41,8 +41,9 @@ def test_opt_out(rig: Rig) -> None:
     assert rig.slurm.sets == [] and rig.log.events()[-1] == "opted_out"
 
 
-def test_main_does_nothing_unless_it_is_the_configured_annotator(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_main_does_nothing_unless_it_is_the_configured_annotator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text(f"log_file: {tmp_path / 'hooks.log'}\nspool_dir: {tmp_path / 'spool'}\n")  # annotator: epilog
     monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(cfg))

@@ -25,15 +25,18 @@ def facts_for(host: str, gpu=None, **overrides) -> dict:
     return collect_facts(config, gpu or FailingGpu("NVML Shared Library Not Found"))
 
 
-@pytest.mark.parametrize(("host", "cdmm", "driver"), [
-    ("gb200-cdmm-driver", "on", "580.95.05"),
-    ("gb200-numa", "off", "580.95.05"),
-    ("gb200-r580-empty", "off", "580.95.05"),  # empty value: off on R580-R595
-    ("gb200-r600-empty", "unknown", "600.12.01"),  # empty value: unknown on newer drivers
-    ("h100-r570", "off", "570.172.08"),  # no CDMM before R580
-    ("no-gpu", "unknown", None),
-    ("garbage-params", "unknown", "580.95.05"),
-])
+@pytest.mark.parametrize(
+    ("host", "cdmm", "driver"),
+    [
+        ("gb200-cdmm-driver", "on", "580.95.05"),
+        ("gb200-numa", "off", "580.95.05"),
+        ("gb200-r580-empty", "off", "580.95.05"),  # empty value: off on R580-R595
+        ("gb200-r600-empty", "unknown", "600.12.01"),  # empty value: unknown on newer drivers
+        ("h100-r570", "off", "570.172.08"),  # no CDMM before R580
+        ("no-gpu", "unknown", None),
+        ("garbage-params", "unknown", "580.95.05"),
+    ],
+)
 def test_cdmm_and_driver_from_proc(host: str, cdmm: str, driver: str | None) -> None:
     facts = facts_for(host)
     assert (facts["cdmm"], facts["driver_version"]) == (cdmm, driver)
@@ -82,30 +85,45 @@ def test_fifo_in_place_of_params_does_not_block(tmp_path: Path) -> None:
     assert any("params" in e and "not a regular file" in e for e in facts["errors"])
 
 
-@pytest.mark.parametrize(("raw", "driver", "numa", "expected"), [
-    ("driver", "580.65.06", False, "on"), ("DRIVER", "595.1", False, "on"), ("numa", "580.1", False, "off"),
-    ("", "595.45.04", False, "off"), ("", "596.1", False, "unknown"), ("", None, False, "unknown"),
-    (None, "570.1", False, "off"), (None, "580.1", False, "unknown"), ("driver", "580.1", True, "off"),
-])
+@pytest.mark.parametrize(
+    ("raw", "driver", "numa", "expected"),
+    [
+        ("driver", "580.65.06", False, "on"),
+        ("DRIVER", "595.1", False, "on"),
+        ("numa", "580.1", False, "off"),
+        ("", "595.45.04", False, "off"),
+        ("", "596.1", False, "unknown"),
+        ("", None, False, "unknown"),
+        (None, "570.1", False, "off"),
+        (None, "580.1", False, "unknown"),
+        ("driver", "580.1", True, "off"),
+    ],
+)
 def test_cdmm_interpretation(raw, driver, numa, expected) -> None:
     assert cdmm_mode(raw, driver, numa) == expected
 
 
 def test_ncore_sources_in_order_with_a_hanging_command(monkeypatch) -> None:
-    sources = (NcoreSource(type="command", argv=("/bin/sleep", "30")),
-               NcoreSource(type="env", name="TEST_NCORE"),
-               NcoreSource(type="file", path="/etc/ncore-release"))
+    sources = (
+        NcoreSource(type="command", argv=("/bin/sleep", "30")),
+        NcoreSource(type="env", name="TEST_NCORE"),
+        NcoreSource(type="file", path="/etc/ncore-release"),
+    )
     monkeypatch.setenv("TEST_NCORE", "3.7.0-rc1\nsecond line")
-    facts = facts_for("gb200-cdmm-driver", ncore_sources=sources,
-                      budgets=Config().budgets._replace(command_s=0.3))
+    facts = facts_for("gb200-cdmm-driver", ncore_sources=sources, budgets=Config().budgets._replace(command_s=0.3))
     assert facts["ncore_version"] == "3.7.0-rc1"
     assert any("no answer within 0.3s" in e for e in facts["errors"])
 
 
 def test_facts_cli_on_this_gpu_less_machine_exits_0_and_says_why(tmp_path: Path) -> None:
     env = {**os.environ, "SLURM_HOOKS_CONFIG": str(tmp_path / "missing.yaml")}
-    out = subprocess.run([sys.executable, "-m", "slurm_hooks", "facts", "--json", "--host-root",
-                          str(HOSTS / "gb200-cdmm-driver")], capture_output=True, text=True, env=env, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", "facts", "--json", "--host-root", str(HOSTS / "gb200-cdmm-driver")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert out.returncode == 0
     assert "configuration file not found" in out.stderr  # a named config that is missing is said, not fatal
     facts = json.loads(out.stdout)
@@ -122,14 +140,25 @@ def test_real_h200_host_root_reads_as_recorded_on_the_node() -> None:
     recorded = json.loads((root / "recorded-facts.json").read_text())
     h200 = GpuInfo(driver_version="580.159.04", cuda_driver_version="13.0", gpu_model="NVIDIA H200", gpu_count=1)
     facts = collect_facts(Config()._replace(host_root=str(root), ncore_sources=()), RecordedGpu(h200))
-    same = ("driver_version", "cuda_driver_version", "cdmm", "gpu_model", "gpu_count", "kernel", "timezone",
-            "boot_time")
+    same = (
+        "driver_version",
+        "cuda_driver_version",
+        "cdmm",
+        "gpu_model",
+        "gpu_count",
+        "kernel",
+        "timezone",
+        "boot_time",
+    )
     assert {k: facts[k] for k in same} == {k: recorded[k] for k in same}
     assert facts["cdmm"] == "off" and facts["cdmm_source"]["raw"] == "" and not facts["cdmm_source"]["numa_status"]
     assert facts["errors"] == []
     without_nvml = collect_facts(Config()._replace(host_root=str(root), ncore_sources=()), FailingGpu("no NVML"))
     assert (without_nvml["driver_version"], without_nvml["gpu_model"], without_nvml["gpu_count"]) == (
-        "580.159.04", "NVIDIA H200", 1)
+        "580.159.04",
+        "NVIDIA H200",
+        1,
+    )
 
 
 def test_iso_utc_reads_back_as_the_same_instant() -> None:

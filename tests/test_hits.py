@@ -13,8 +13,14 @@ from slurm_hooks.timeline.hits import RESCAN_AFTER
 from slurm_hooks.timeline.scan import Hit, ResilientScanner, find_rg
 from tests.conftest import write_bundle
 
-JOB = {"job_id": "42", "state": "FAILED", "exit_code": "139:0", "start_time": "2026-01-05T10:00:00+00:00",
-       "end_time": "2026-01-05T11:00:00+00:00", "nodes": ["n1"]}
+JOB = {
+    "job_id": "42",
+    "state": "FAILED",
+    "exit_code": "139:0",
+    "start_time": "2026-01-05T10:00:00+00:00",
+    "end_time": "2026-01-05T11:00:00+00:00",
+    "nodes": ["n1"],
+}
 CRASH = "0: [2026-01-05 10:30:00] saving checkpoint at iteration 10\n0: !!!!!!! Segfault encountered !!!!!!!\n"
 
 
@@ -26,8 +32,9 @@ class CountingScanner:
         self.hits = 0
         self.scans = 0
 
-    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
-             from_offset: int = 0) -> Iterator[Hit]:
+    def scan(
+        self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0, from_offset: int = 0
+    ) -> Iterator[Hit]:
         self.scans += 1
         for hit in self.inner.scan(fh, keywords, notes, after_line, from_offset):
             self.hits += 1
@@ -40,8 +47,11 @@ def test_a_flood_of_one_family_is_cut_and_the_crash_after_it_found(tmp_path: Pat
     scanner = CountingScanner()
     got = diagnose(load_bundle(root, Limits(hits_per_family=100)), pack, scanner)
     assert got.label == "checkpoint_segfault" and got.first_fault and got.first_fault["source"] == "logs/job.out:50002"
-    assert any(s.startswith("logs/job.out: ") and "more 'task_exit' lines counted, not examined "
-               "(limits.hits_per_family=100)" in s for s in got.skipped), got.skipped
+    assert any(
+        s.startswith("logs/job.out: ")
+        and "more 'task_exit' lines counted, not examined (limits.hits_per_family=100)" in s
+        for s in got.skipped
+    ), got.skipped
     # Bounded work: the scan went on without the spent keyword instead of handing Python 50,000 lines.
     assert scanner.scans == 2 and scanner.hits <= 100 + RESCAN_AFTER + 5
 

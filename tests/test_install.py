@@ -24,8 +24,9 @@ def snippet_settings(text: str) -> dict[str, str]:
 @pytest.fixture
 def installed(tmp_path: Path) -> tuple[Path, Path]:
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(f"host_root: {HOST}\nstate_dir: {tmp_path}/state\nlog_file: {tmp_path}/hooks.log\n"
-                   "ncore_sources: []\n")
+    cfg.write_text(
+        f"host_root: {HOST}\nstate_dir: {tmp_path}/state\nlog_file: {tmp_path}/hooks.log\nncore_sources: []\n"
+    )
     install_hooks(tmp_path / "hooks", sys.executable, Config(state_dir=str(tmp_path / "state")), str(cfg))
     return tmp_path / "hooks", tmp_path
 

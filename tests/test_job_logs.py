@@ -17,19 +17,23 @@ from slurm_hooks.spool import Spool
 NOBODY = 65534
 
 
-@pytest.mark.parametrize(("pattern", "expected"), [
-    ("/home/alice/jobs/out/%j.out", "/home/alice/jobs/out/42.out"),
-    ("/w/%u-%5j-%N.log", "/w/alice-00042-n1.log"),
-    ("/w/100%%.out", "/w/100%.out"),
-    ("/w/%x-%j.out", None),  # no job name in the Epilog: leave it to scontrol's expanded path
-])
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("/home/alice/jobs/out/%j.out", "/home/alice/jobs/out/42.out"),
+        ("/w/%u-%5j-%N.log", "/w/alice-00042-n1.log"),
+        ("/w/100%%.out", "/w/100%.out"),
+        ("/w/%x-%j.out", None),  # no job name in the Epilog: leave it to scontrol's expanded path
+    ],
+)
 def test_output_patterns(pattern: str, expected: str | None) -> None:
     assert expand_pattern(pattern, "42", "alice", "n1") == expected
 
 
 def test_log_paths_prefer_slurmctlds_then_patterns_then_the_default() -> None:
-    ctx = JobContext(job_id="42", user="alice", stdout_pattern="/w/%j.out", stderr_pattern="/w/%x.err",
-                     work_dir="/w", batch=True)
+    ctx = JobContext(
+        job_id="42", user="alice", stdout_pattern="/w/%j.out", stderr_pattern="/w/%x.err", work_dir="/w", batch=True
+    )
     assert log_paths(JobRecord("42", std_out="/s/o", std_err="/dev/null"), ctx, "n1") == ["/s/o"]
     assert log_paths(JobRecord("42"), ctx, "n1") == ["/w/42.out"]
     assert log_paths(JobRecord("42"), JobContext(job_id="42", work_dir="/w", batch=True), "n1") == ["/w/slurm-42.out"]

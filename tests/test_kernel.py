@@ -66,7 +66,8 @@ def test_a_configured_file_gives_only_the_lines_stamped_in_the_window(tmp_path: 
     )
     assert FileKernelLog(str(path)).read(START, END, None) == (
         f"{_stamp(inside)} node3 kernel: python3[2]: segfault at 0 ip 1\n{_stamp(after)} node3 kernel: teardown\n",
-        str(path))
+        str(path),
+    )
 
 
 def test_a_configured_file_is_the_only_source_even_when_it_is_missing(tmp_path: Path) -> None:

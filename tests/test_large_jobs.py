@@ -13,31 +13,51 @@ RANKS = 4 * len(NODES)
 
 
 def _facts(node: str) -> dict:
-    return {"node": node, "driver_version": "580.95.05", "cdmm": "on", "ncore_version": "3.6.2",
-            "gpu_model": "NVIDIA GB200", "gpu_count": 4, "arch": "aarch64", "timezone": "UTC"}
+    return {
+        "node": node,
+        "driver_version": "580.95.05",
+        "cdmm": "on",
+        "ncore_version": "3.6.2",
+        "gpu_model": "NVIDIA GB200",
+        "gpu_count": 4,
+        "arch": "aarch64",
+        "timezone": "UTC",
+    }
 
 
 def _timeout(rank: int, second: int) -> str:
-    return (f"{rank:>3}: [rank{rank}]:[E1118 02:52:{second:02d}.9 ProcessGroupNCCL.cpp:685] [Rank {rank}] Watchdog "
-            f"caught collective operation timeout: WorkNCCL(SeqNum=7243, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
-            f"Timeout(ms)=600000) ran for 6000{second:02d} milliseconds before timing out.")
+    return (
+        f"{rank:>3}: [rank{rank}]:[E1118 02:52:{second:02d}.9 ProcessGroupNCCL.cpp:685] [Rank {rank}] Watchdog "
+        f"caught collective operation timeout: WorkNCCL(SeqNum=7243, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        f"Timeout(ms)=600000) ran for 6000{second:02d} milliseconds before timing out."
+    )
 
 
 def _bundle(tmp: Path, lines: list[str], kernel: dict[str, str] | None = None) -> Path:
-    job = {"job_id": "9900144", "state": "FAILED", "exit_code": "134:0", "derived_exit_code": "0:6",
-           "start_time": "2025-11-18T00:00:00+00:00", "end_time": "2025-11-18T02:53:00+00:00", "nodes": NODES}
+    job = {
+        "job_id": "9900144",
+        "state": "FAILED",
+        "exit_code": "134:0",
+        "derived_exit_code": "0:6",
+        "start_time": "2025-11-18T00:00:00+00:00",
+        "end_time": "2025-11-18T02:53:00+00:00",
+        "nodes": NODES,
+    }
     head = [f"  0: using world size: {RANKS}"]
     iters = [f"{r:>3}:  [2025-11-18 02:41:{r % 60:02d}] iteration 2000/100000 | lm loss: 2.37 |" for r in range(RANKS)]
-    return write_bundle(tmp, job, {"job.out": "\n".join(head + iters + lines) + "\n"},
-                        [_facts(n) for n in NODES], kernel)
+    return write_bundle(
+        tmp, job, {"job.out": "\n".join(head + iters + lines) + "\n"}, [_facts(n) for n in NODES], kernel
+    )
 
 
 def test_crashed_rank_among_575_timeouts(tmp_path: Path, pack) -> None:
     crashed = 417  # on NODES[104]
-    lines = ["  0: saving checkpoint at iteration 2000 to /lustre/ckpt in torch format",
-             f"{crashed}: !!!!!!! Segfault encountered !!!!!!!",
-             f'{crashed}:   File "<unknown>", line 0, in crc32_16bytes(void const*, unsigned long, unsigned int)',
-             f"srun: error: {NODES[104]}: task {crashed}: Segmentation fault (core dumped)"]
+    lines = [
+        "  0: saving checkpoint at iteration 2000 to /lustre/ckpt in torch format",
+        f"{crashed}: !!!!!!! Segfault encountered !!!!!!!",
+        f'{crashed}:   File "<unknown>", line 0, in crc32_16bytes(void const*, unsigned long, unsigned int)',
+        f"srun: error: {NODES[104]}: task {crashed}: Segmentation fault (core dumped)",
+    ]
     lines += [_timeout(r, 10 + r % 40) for r in range(RANKS) if r != crashed]
     got = diagnose(load_bundle(_bundle(tmp_path, lines)), pack)
     assert (got.label, got.root_node, got.root_rank) == ("cdmm_checkpoint_segfault", NODES[104], crashed)
@@ -48,7 +68,9 @@ def test_hung_node_is_the_one_whose_ranks_never_report(tmp_path: Path, pack) -> 
     stuck = NODES[77]
     silent = range(77 * 4, 77 * 4 + 4)
     lines = [_timeout(r, 10 + r % 40) for r in range(RANKS) if r not in silent]
-    kernel = {stuck: "2025-11-18T02:45:00.000000+00:00 x kernel: INFO: task python3:6601 blocked for more than 122 seconds.\n"}
+    kernel = {
+        stuck: "2025-11-18T02:45:00.000000+00:00 x kernel: INFO: task python3:6601 blocked for more than 122 seconds.\n"
+    }
     got = diagnose(load_bundle(_bundle(tmp_path, lines, kernel)), pack)
     assert (got.label, got.root_node, got.root_rank) == ("nccl_timeout", stuck, None)
     assert got.details["silent_ranks"] == list(silent)

@@ -47,8 +47,11 @@ def _imports(path: Path) -> set[str]:
             names = [a.name for a in node.names]
         for name in names:
             parts = name.split(".")
-            if parts[0] == "slurm_hooks" and len(parts) > 1 and (
-                    (PACKAGE / parts[1]).is_dir() or (PACKAGE / f"{parts[1]}.py").is_file()):
+            if (
+                parts[0] == "slurm_hooks"
+                and len(parts) > 1
+                and ((PACKAGE / parts[1]).is_dir() or (PACKAGE / f"{parts[1]}.py").is_file())
+            ):
                 out.add(parts[1])
     return out
 

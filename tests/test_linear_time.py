@@ -21,8 +21,26 @@ from slurm_hooks.timeline.prefixes import strip_prefixes
 SMALL, FACTOR = 8192, 8  # input lengths SMALL and SMALL * FACTOR
 LIMIT = FACTOR * 4  # linear grows ~FACTOR; quadratic FACTOR**2 = 64
 # What the shipped patterns' runs and classes stop at, or (when repeated) almost match.
-FILLERS = ["[", " ", "a", "0", ":", "(", "\t", "]: ", "mlx5_core ", "ib0: ", "x:1 ", "[a:1 :1:1] ", "!", "=",
-           "-", "_1", "*** JOB 1 ", "2025-11-18 02:31:0"]
+FILLERS = [
+    "[",
+    " ",
+    "a",
+    "0",
+    ":",
+    "(",
+    "\t",
+    "]: ",
+    "mlx5_core ",
+    "ib0: ",
+    "x:1 ",
+    "[a:1 :1:1] ",
+    "!",
+    "=",
+    "-",
+    "_1",
+    "*** JOB 1 ",
+    "2025-11-18 02:31:0",
+]
 
 
 def _cost(fn: Callable[[str], object], text: str) -> float:
@@ -81,9 +99,22 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "log_time": lambda s: log_time(s, CTX),
     "kernel_time": lambda s: kernel_time(s, CTX),
 }
-HEADS = ["", " 12: ", "[default3]:", "[rank3]:", "[E1118 02:52:10.1 ", "W1118 05:17:58.996000 ", "2025-11-18 ",
-         "[  518.05] ", "Nov 18 02:31:07 host ", "6,1234,5678,-;", "[Tue Nov 18 02:31:07 2025] ",
-         "2025-11-18T02:31:07Z host kernel: ", " 1: [default1]:[rank1]:", "[a"]
+HEADS = [
+    "",
+    " 12: ",
+    "[default3]:",
+    "[rank3]:",
+    "[E1118 02:52:10.1 ",
+    "W1118 05:17:58.996000 ",
+    "2025-11-18 ",
+    "[  518.05] ",
+    "Nov 18 02:31:07 host ",
+    "6,1234,5678,-;",
+    "[Tue Nov 18 02:31:07 2025] ",
+    "2025-11-18T02:31:07Z host kernel: ",
+    " 1: [default1]:[rank1]:",
+    "[a",
+]
 
 
 @pytest.mark.parametrize("name", PARSERS)

@@ -32,9 +32,11 @@ def samples(path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 def node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "textfile").mkdir()
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(f"host_root: {HOSTS / 'gb200-cdmm-driver'}\nstate_dir: {tmp_path}/state\n"
-                   f"log_file: {tmp_path}/hooks.log\nmetrics_file: {tmp_path}/textfile/slurm_hooks.prom\n"
-                   f"spool_dir: {tmp_path}/spool\nncore_sources: []\n")
+    cfg.write_text(
+        f"host_root: {HOSTS / 'gb200-cdmm-driver'}\nstate_dir: {tmp_path}/state\n"
+        f"log_file: {tmp_path}/hooks.log\nmetrics_file: {tmp_path}/textfile/slurm_hooks.prom\n"
+        f"spool_dir: {tmp_path}/spool\nncore_sources: []\n"
+    )
     monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(cfg))
     monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp_path))
     return tmp_path
@@ -70,8 +72,7 @@ def test_histogram_buckets_are_cumulative_and_labels_bounded(tmp_path: Path) -> 
         metrics.diagnosis(f"label_{i}")
     metrics.diagnosis("Job 123 of alice")  # not a label: never a free-form value
     got = samples(out)
-    buckets = [got[("slurm_hooks_hook_duration_seconds_bucket", (("hook", "epilog"), ("le", str(b))))]
-               for b in BUCKETS]
+    buckets = [got[("slurm_hooks_hook_duration_seconds_bucket", (("hook", "epilog"), ("le", str(b))))] for b in BUCKETS]
     assert buckets == sorted(buckets) and buckets[0] == 1 and buckets[-1] == 3
     assert got[("slurm_hooks_hook_duration_seconds_sum", (("hook", "epilog"),))] == pytest.approx(107.31)
     labels = {dict(k[1])["label"] for k in got if k[0] == "slurm_hooks_diagnoses_total"}

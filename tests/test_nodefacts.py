@@ -7,8 +7,17 @@ from slurm_hooks.nodefacts import NodeFacts
 
 def test_values_of_the_wrong_type_are_left_out_and_noted() -> None:
     notes: list[str] = []
-    facts = NodeFacts.from_json({"driver_version": ["580"], "cdmm": "maybe", "gpu_count": "4", "ncore_version": 3.6,
-                                 "errors": ["nvml: timeout"]}, "n1", notes)
+    facts = NodeFacts.from_json(
+        {
+            "driver_version": ["580"],
+            "cdmm": "maybe",
+            "gpu_count": "4",
+            "ncore_version": 3.6,
+            "errors": ["nvml: timeout"],
+        },
+        "n1",
+        notes,
+    )
     assert (facts.driver_version, facts.cdmm, facts.gpu_count, facts.ncore_version) == (None, "unknown", None, "3.6")
     assert facts.errors == ("nvml: timeout",)
     assert notes == ["nodes/n1.json: driver_version=['580'] is not a string; ignored"]

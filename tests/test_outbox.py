@@ -22,21 +22,24 @@ def test_a_good_entry_is_typed() -> None:
     assert parse_entry("12.json", reserved) == Reservation("12", 5.0)
 
 
-@pytest.mark.parametrize(("name", "doc"), [
-    ("12.json", {**GOOD, "field": "bogus"}),
-    ("12.json", {**GOOD, "queued_at": "yesterday"}),
-    ("12.json", {**GOOD, "queued_at": None}),
-    ("12.json", {**GOOD, "queued_at": True}),
-    ("12.json", {**GOOD, "queued_at": float("nan")}),
-    ("12.json", {**GOOD, "record": "label=success"}),  # not ours
-    ("12.json", {**GOOD, "record": RECORD + "|x"}),
-    ("12.json", {**GOOD, "record": RECORD + "\nnext"}),
-    ("12.json", {**GOOD, "record": ["list"]}),
-    ("12.json", {**GOOD, "job_id": "13"}),  # does not match the file name
-    ("12.json", {**GOOD, "extra": 1}),
-    ("1,2,3.json", {**GOOD, "job_id": "1,2,3"}),
-    ("12.json", [GOOD]),
-])
+@pytest.mark.parametrize(
+    ("name", "doc"),
+    [
+        ("12.json", {**GOOD, "field": "bogus"}),
+        ("12.json", {**GOOD, "queued_at": "yesterday"}),
+        ("12.json", {**GOOD, "queued_at": None}),
+        ("12.json", {**GOOD, "queued_at": True}),
+        ("12.json", {**GOOD, "queued_at": float("nan")}),
+        ("12.json", {**GOOD, "record": "label=success"}),  # not ours
+        ("12.json", {**GOOD, "record": RECORD + "|x"}),
+        ("12.json", {**GOOD, "record": RECORD + "\nnext"}),
+        ("12.json", {**GOOD, "record": ["list"]}),
+        ("12.json", {**GOOD, "job_id": "13"}),  # does not match the file name
+        ("12.json", {**GOOD, "extra": 1}),
+        ("1,2,3.json", {**GOOD, "job_id": "1,2,3"}),
+        ("12.json", [GOOD]),
+    ],
+)
 def test_bad_entries_are_refused(name: str, doc: object) -> None:
     with pytest.raises(InvalidEntry):
         parse_entry(name, json.dumps(doc).encode())
@@ -77,7 +80,9 @@ def test_reservations_are_skipped_until_stale(tmp_path: Path) -> None:
     now = time.time()
     outbox.reserve("5", now)
     assert outbox.pending(now).entries == [] and (folder / "5.json").exists()
-    assert outbox.pending(now + RESERVATION_TTL_S + 1).quarantined == [("5.json", "reserved but never filled (its hook died)")]
+    assert outbox.pending(now + RESERVATION_TTL_S + 1).quarantined == [
+        ("5.json", "reserved but never filled (its hook died)")
+    ]
 
 
 def test_release_drops_a_reservation_but_never_a_queued_entry(tmp_path: Path) -> None:

@@ -10,12 +10,18 @@ from slurm_hooks.timeline.progress import progress_after
 from slurm_hooks.timeline.scan import PythonScanner
 from tests.conftest import write_bundle
 
-JOB = {"job_id": "1", "state": "FAILED", "start_time": "2026-03-01T00:00:00+00:00",
-       "end_time": "2026-03-01T02:00:00+00:00"}
-LOG = (" 0: [2026-03-01 01:00:00] saving checkpoint at iteration 100 to /ckpt\n"
-       " 1:  [2026-03-01 01:00:30] iteration      101/  1000 | lm loss: 2.0 |\n"
-       " 0: some other line\n"
-       " 0:  [2026-03-01 01:00:31] iteration      101/  1000 | lm loss: 2.0 |\n")
+JOB = {
+    "job_id": "1",
+    "state": "FAILED",
+    "start_time": "2026-03-01T00:00:00+00:00",
+    "end_time": "2026-03-01T02:00:00+00:00",
+}
+LOG = (
+    " 0: [2026-03-01 01:00:00] saving checkpoint at iteration 100 to /ckpt\n"
+    " 1:  [2026-03-01 01:00:30] iteration      101/  1000 | lm loss: 2.0 |\n"
+    " 0: some other line\n"
+    " 0:  [2026-03-01 01:00:31] iteration      101/  1000 | lm loss: 2.0 |\n"
+)
 
 
 def _marker(tmp_path: Path, pack, log: str = LOG):

@@ -23,8 +23,10 @@ HOSTS = Path(__file__).parent / "fixtures" / "hosts"
 @pytest.fixture
 def config(tmp_path: Path, monkeypatch) -> Path:
     path = tmp_path / "config.yaml"
-    path.write_text(f"host_root: {HOSTS / 'gb200-cdmm-driver'}\nstate_dir: {tmp_path / 'state'}\n"
-                    f"log_file: {tmp_path / 'hooks.log'}\nncore_sources: [{{type: file, path: /etc/ncore-release}}]\n")
+    path.write_text(
+        f"host_root: {HOSTS / 'gb200-cdmm-driver'}\nstate_dir: {tmp_path / 'state'}\n"
+        f"log_file: {tmp_path / 'hooks.log'}\nncore_sources: [{{type: file, path: /etc/ncore-release}}]\n"
+    )
     monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(path))
     return path
 
@@ -85,8 +87,13 @@ def test_invalid_config_falls_back_to_defaults_and_says_so(tmp_path: Path, monke
     path = tmp_path / "c.yaml"
     path.write_text("budgets: {prolog_s: soon}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_JOB")}
-    out = subprocess.run([sys.executable, "-m", "slurm_hooks", "prolog"], capture_output=True, text=True,
-                         env={**env, "SLURM_HOOKS_CONFIG": str(path)}, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", "prolog"],
+        capture_output=True,
+        text=True,
+        env={**env, "SLURM_HOOKS_CONFIG": str(path)},
+        timeout=60,
+    )
     assert out.returncode == 0
     # With defaults the log goes to the default log file (root) or, where that is not writable, stderr.
     default_log = Path(Config().log_file)
@@ -98,11 +105,14 @@ def test_invalid_config_falls_back_to_defaults_and_says_so(tmp_path: Path, monke
 
 def test_a_hung_gpu_query_is_cut_off_by_the_budget(tmp_path: Path, config: Path) -> None:
     config.write_text(config.read_text() + "budgets: {prolog_s: 1}\n")
-    code = ("import sys; from slurm_hooks.hooks import prolog; from tests.fakes import HangingGpu;"
-            "sys.exit(prolog.main({'SLURM_JOB_ID': '81'}, gpu=HangingGpu()))")
+    code = (
+        "import sys; from slurm_hooks.hooks import prolog; from tests.fakes import HangingGpu;"
+        "sys.exit(prolog.main({'SLURM_JOB_ID': '81'}, gpu=HangingGpu()))"
+    )
     start = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         cwd=Path(__file__).parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent
+    )
     assert out.returncode == 0 and time.monotonic() - start < 10
     assert log_lines(tmp_path)[-1]["event"] == "budget_exceeded"
 
@@ -129,14 +139,17 @@ def test_task_prolog_reads_state_dir_from_the_config(tmp_path: Path, config: Pat
     assert "export SLURM_HOOKS_CDMM=on\n" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ("state_dir: /srv/hooks", "/srv/hooks"),
-    ("state_dir: '/srv/my hooks'  # quoted", "/srv/my hooks"),
-    ('state_dir: "/srv/q"', "/srv/q"),
-    ("state_dir: relative/dir", "/run/slurm-hooks"),  # never a path relative to the task's cwd
-    ("  state_dir: /nested/not/top-level", "/run/slurm-hooks"),
-    ("log_file: /x", "/run/slurm-hooks"),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("state_dir: /srv/hooks", "/srv/hooks"),
+        ("state_dir: '/srv/my hooks'  # quoted", "/srv/my hooks"),
+        ('state_dir: "/srv/q"', "/srv/q"),
+        ("state_dir: relative/dir", "/run/slurm-hooks"),  # never a path relative to the task's cwd
+        ("  state_dir: /nested/not/top-level", "/run/slurm-hooks"),
+        ("log_file: /x", "/run/slurm-hooks"),
+    ],
+)
 def test_task_prolog_state_dir_line(tmp_path: Path, line: str, expected: str) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(f"# site config\nspool_dir: /var/spool/x\n{line}\n")
@@ -147,8 +160,15 @@ def test_task_prolog_state_dir_line(tmp_path: Path, line: str, expected: str) ->
 def test_task_prolog_imports_neither_the_config_module_nor_yaml(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(f"state_dir: {tmp_path}\n")
-    code = ("import sys; from slurm_hooks.hooks import task_prolog; task_prolog.main();"
-            "print(sorted(m for m in ('slurm_hooks.config', 'yaml') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "SLURM_HOOKS_CONFIG": str(path), "SLURM_JOB_ID": "83"})
+    code = (
+        "import sys; from slurm_hooks.hooks import task_prolog; task_prolog.main();"
+        "print(sorted(m for m in ('slurm_hooks.config', 'yaml') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SLURM_HOOKS_CONFIG": str(path), "SLURM_JOB_ID": "83"},
+    )
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

@@ -10,8 +10,13 @@ from slurm_hooks.timeline.events import build_timeline
 from slurm_hooks.timeline.scan import PythonScanner
 from tests.conftest import write_bundle
 
-JOB = {"job_id": "1", "state": "FAILED", "start_time": "2026-03-01T00:00:00+00:00",
-       "end_time": "2026-03-01T02:00:00+00:00", "nodes": ["n1", "n2"]}
+JOB = {
+    "job_id": "1",
+    "state": "FAILED",
+    "start_time": "2026-03-01T00:00:00+00:00",
+    "end_time": "2026-03-01T02:00:00+00:00",
+    "nodes": ["n1", "n2"],
+}
 
 
 def _map(tmp_path: Path, log: str, pack):
@@ -21,9 +26,11 @@ def _map(tmp_path: Path, log: str, pack):
 
 
 def test_rank_prefixes_are_global_and_watchdog_ranks_are_not(tmp_path: Path, pack) -> None:
-    log = ("srun: error: n2: tasks 4-7: Aborted\n"
-           " 5: [rank5]:[E301 01:00:00.1 ProcessGroupNCCL.cpp:685] [Rank 1] Watchdog caught collective operation "
-           "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n")
+    log = (
+        "srun: error: n2: tasks 4-7: Aborted\n"
+        " 5: [rank5]:[E301 01:00:00.1 ProcessGroupNCCL.cpp:685] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
+    )
     ranks, events = _map(tmp_path, log, pack)
     timeout = next(e for e in events if e.family == "nccl_timeout")
     assert (timeout.rank, timeout.node, timeout.fields["pg_rank"]) == (5, "n2", "1")
@@ -32,17 +39,25 @@ def test_rank_prefixes_are_global_and_watchdog_ranks_are_not(tmp_path: Path, pac
 
 def test_torchrun_summary_names_the_crashed_rank_and_its_host(tmp_path: Path, pack) -> None:
     entry = "1:   host      : {h}\n1:   rank      : {r} (local_rank: {lr})\n1:   exitcode  : {c} (pid: {p})\n"
-    log = ("1: Failures:\n1: [1]:\n" + entry.format(h="n2", r=4, lr=0, c=-15, p=100)
-           + "1: Root Cause (first observed failure):\n1: [0]:\n" + entry.format(h="n2", r=6, lr=2, c=-11, p=102))
+    log = (
+        "1: Failures:\n1: [1]:\n"
+        + entry.format(h="n2", r=4, lr=0, c=-15, p=100)
+        + "1: Root Cause (first observed failure):\n1: [0]:\n"
+        + entry.format(h="n2", r=6, lr=2, c=-11, p=102)
+    )
     ranks, _ = _map(tmp_path, log, pack)
     assert ranks.torchrun
     assert [(e.rank, e.local_rank, e.host, e.code, e.pid, e.crashed) for e in ranks.entries] == [
-        (4, 0, "n2", -15, 100, False), (6, 2, "n2", -11, 102, True)]
+        (4, 0, "n2", -15, 100, False),
+        (6, 2, "n2", -11, 102, True),
+    ]
     assert ranks.node_of(6) == "n2" and ranks.rank_of_pid("n2", "102") == 6
 
 
 def test_nccl_host_lines_map_a_pid_to_its_rank(tmp_path: Path, pack) -> None:
-    log = " 3: [rank3]:n1:4242:4300 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got async event : GID table change\n"
+    log = (
+        " 3: [rank3]:n1:4242:4300 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got async event : GID table change\n"
+    )
     ranks, _ = _map(tmp_path, log, pack)
     assert ranks.rank_of_pid("n1", "4242") == 3 and ranks.rank_of_pid("n2", "4242") is None
 

@@ -60,10 +60,17 @@ def fresh_dirs() -> Iterator[None]:
 
 
 def write_config(**over: str) -> None:
-    keys = {"spool_dir": str(SPOOL), "state_dir": str(STATE), "log_file": str(dc.HOOK_LOG),
-            "host_root": str(dc.HOSTS / "gb200-cdmm-driver"), **over}
-    CONFIG.write_text("".join(f"{k}: {v}\n" for k, v in keys.items()) + f"budgets: {json.dumps(BUDGET)}\n"
-                      "ncore_sources: [{type: file, path: /etc/ncore-release}]\n")
+    keys = {
+        "spool_dir": str(SPOOL),
+        "state_dir": str(STATE),
+        "log_file": str(dc.HOOK_LOG),
+        "host_root": str(dc.HOSTS / "gb200-cdmm-driver"),
+        **over,
+    }
+    CONFIG.write_text(
+        "".join(f"{k}: {v}\n" for k, v in keys.items()) + f"budgets: {json.dumps(BUDGET)}\n"
+        "ncore_sources: [{type: file, path: /etc/ncore-release}]\n"
+    )
 
 
 def finished_jobs(script: str, count: int = 1) -> list[str]:
@@ -80,16 +87,25 @@ def array(script: str, count: int) -> list[str]:
 
 
 def hook_env(job_id: str) -> dict[str, str]:
-    return {"SLURM_JOB_ID": job_id, "SLURM_JOB_UID": "2001", "SLURM_JOB_GID": "2001", "SLURM_JOB_USER": "alice",
-            "SLURMD_NODENAME": HOST, "SLURM_NODELIST": HOST, "SLURM_JOB_EXIT_CODE2": "1:0",
-            "SLURM_SCRIPT_CONTEXT": "epilog_slurmd", "SLURM_HOOKS_CONFIG": str(CONFIG)}
+    return {
+        "SLURM_JOB_ID": job_id,
+        "SLURM_JOB_UID": "2001",
+        "SLURM_JOB_GID": "2001",
+        "SLURM_JOB_USER": "alice",
+        "SLURMD_NODENAME": HOST,
+        "SLURM_NODELIST": HOST,
+        "SLURM_JOB_EXIT_CODE2": "1:0",
+        "SLURM_SCRIPT_CONTEXT": "epilog_slurmd",
+        "SLURM_HOOKS_CONFIG": str(CONFIG),
+    }
 
 
 def run_hooks(hook: str, jobs: list[str], **env: str) -> tuple[float, list[int], float]:
     """Start the hook for every job at once; (slowest wall s, exit codes, peak RSS MB)."""
     t0 = time.monotonic()
-    procs = {subprocess.Popen([str(HOOKS / f"slurm-hooks-{hook}")], env={**hook_env(j), **env}, cwd="/").pid: j
-             for j in jobs}
+    procs = {
+        subprocess.Popen([str(HOOKS / f"slurm-hooks-{hook}")], env={**hook_env(j), **env}, cwd="/").pid: j for j in jobs
+    }
     codes, slowest, rss = [], 0.0, 0.0
     while procs:
         pid, status, usage = os.wait4(-1, 0)
@@ -102,8 +118,12 @@ def run_hooks(hook: str, jobs: list[str], **env: str) -> tuple[float, list[int],
 
 
 def flush() -> None:
-    subprocess.run([sys.executable, "-m", "slurm_hooks", "flush"], env={**os.environ,
-                   "SLURM_HOOKS_CONFIG": str(CONFIG)}, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", "flush"],
+        env={**os.environ, "SLURM_HOOKS_CONFIG": str(CONFIG)},
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def lost(jobs: list[str]) -> int:
@@ -131,10 +151,21 @@ def resume_node() -> None:
         dc.run("scontrol", "update", f"nodename={HOST}", "state=resume")
 
 
-def row(fault: str, checked: str, jobs: list[str], measured: tuple[float, list[int], float], budget: float,
-        calls: str = "") -> Row:
-    r = Row(fault, checked, round(measured[0], 2), budget, measured[1], drains(), lost(jobs), round(measured[2], 1),
-            calls, leaked())
+def row(
+    fault: str, checked: str, jobs: list[str], measured: tuple[float, list[int], float], budget: float, calls: str = ""
+) -> Row:
+    r = Row(
+        fault,
+        checked,
+        round(measured[0], 2),
+        budget,
+        measured[1],
+        drains(),
+        lost(jobs),
+        round(measured[2], 1),
+        calls,
+        leaked(),
+    )
     record(r)
     resume_node()
     return r
@@ -190,13 +221,21 @@ def fake_nvml(behaviour: str) -> Path:
     lib = WORK / "nvml" / behaviour
     lib.mkdir(parents=True)
     body = {"hang": "sleep(3600); return 0;", "raise": "return 999;"}[behaviour]
-    others = ("nvmlShutdown", "nvmlSystemGetDriverVersion", "nvmlSystemGetCudaDriverVersion_v2",
-              "nvmlDeviceGetCount_v2", "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetName")
-    (lib / "nvml.c").write_text("#include <unistd.h>\n"
-                                f"int nvmlInit_v2(void) {{ {body} }}\n"
-                                f"int nvmlInitWithFlags(unsigned f) {{ {body} }}\n"
-                                "const char *nvmlErrorString(int r) { return \"fake NVML error\"; }\n"
-                                + "".join(f"int {name}() {{ return 999; }}\n" for name in others))
+    others = (
+        "nvmlShutdown",
+        "nvmlSystemGetDriverVersion",
+        "nvmlSystemGetCudaDriverVersion_v2",
+        "nvmlDeviceGetCount_v2",
+        "nvmlDeviceGetHandleByIndex_v2",
+        "nvmlDeviceGetName",
+    )
+    (lib / "nvml.c").write_text(
+        "#include <unistd.h>\n"
+        f"int nvmlInit_v2(void) {{ {body} }}\n"
+        f"int nvmlInitWithFlags(unsigned f) {{ {body} }}\n"
+        'const char *nvmlErrorString(int r) { return "fake NVML error"; }\n'
+        + "".join(f"int {name}() {{ return 999; }}\n" for name in others)
+    )
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libnvidia-ml.so.1"), str(lib / "nvml.c")], check=True)
     return lib
 
@@ -207,16 +246,25 @@ def fake_nvml(behaviour: str) -> Path:
 def test_nvml_missing_raising_or_hanging_and_proc_driver_unreadable() -> None:
     jobs = finished_jobs("exit 1", 4)
     budget = BUDGET["prolog_s"]
-    r = row("NVML missing (no GPU here)", "Prolog + Epilog exit 0 in budget, job annotated",
-            jobs[:1], merge(run_hooks("prolog", jobs[:1]), run_hooks("epilog", jobs[:1])), BUDGET["epilog_s"])
+    r = row(
+        "NVML missing (no GPU here)",
+        "Prolog + Epilog exit 0 in budget, job annotated",
+        jobs[:1],
+        merge(run_hooks("prolog", jobs[:1]), run_hooks("epilog", jobs[:1])),
+        BUDGET["epilog_s"],
+    )
     assert r.holds, r
     for job, behaviour in zip(jobs[1:3], ("raise", "hang"), strict=True):
         lib = fake_nvml(behaviour)
         measured = run_hooks("prolog", [job], LD_LIBRARY_PATH=str(lib))
         facts = json.loads(next(STATE.rglob("node.json")).read_text()) if list(STATE.rglob("node.json")) else {}
-        r = row(f"NVML {'raising' if behaviour == 'raise' else 'hanging'} (fake libnvidia-ml)",
-                "Prolog exits 0 within budget, facts written with the NVML error",
-                [], measured, budget)
+        r = row(
+            f"NVML {'raising' if behaviour == 'raise' else 'hanging'} (fake libnvidia-ml)",
+            "Prolog exits 0 within budget, facts written with the NVML error",
+            [],
+            measured,
+            budget,
+        )
         said = json.dumps(facts.get("errors"))
         assert r.holds and ("fake NVML error" in said or "999" in said or "did not answer" in said), (r, facts)
         shutil.rmtree(STATE)
@@ -227,8 +275,13 @@ def test_nvml_missing_raising_or_hanging_and_proc_driver_unreadable() -> None:
     version.unlink()
     os.mkfifo(version)  # a read would block forever: "unreadable" the hard way
     write_config(host_root=str(root))
-    r = row("/proc/driver/nvidia unreadable (version is a FIFO)", "Prolog + Epilog exit 0 in budget, annotated",
-            jobs[3:], merge(run_hooks("prolog", jobs[3:]), run_hooks("epilog", jobs[3:])), BUDGET["epilog_s"])
+    r = row(
+        "/proc/driver/nvidia unreadable (version is a FIFO)",
+        "Prolog + Epilog exit 0 in budget, annotated",
+        jobs[3:],
+        merge(run_hooks("prolog", jobs[3:]), run_hooks("epilog", jobs[3:])),
+        BUDGET["epilog_s"],
+    )
     assert r.holds, r
 
 
@@ -242,8 +295,13 @@ def test_slurmdbd_down_then_back() -> None:
         measured = run_hooks("epilog", jobs)
         queued = len(list((SPOOL / "outbox").glob("*.json")))
     flush()
-    r = row("slurmdbd down", f"Epilogs exit 0 in budget, {queued}/2 queued; flushed after restart", jobs,
-            measured, BUDGET["epilog_s"])
+    r = row(
+        "slurmdbd down",
+        f"Epilogs exit 0 in budget, {queued}/2 queued; flushed after restart",
+        jobs,
+        measured,
+        BUDGET["epilog_s"],
+    )
     assert r.holds and queued == 2, r
 
 
@@ -252,8 +310,13 @@ def test_slurmctld_down_then_back() -> None:
     with stopped("slurmctld"):
         measured = run_hooks("epilog", jobs)
     flush()
-    r = row("slurmctld down", "Epilog exits 0 in budget without the job record; annotation delivered",
-            jobs, measured, BUDGET["epilog_s"])
+    r = row(
+        "slurmctld down",
+        "Epilog exits 0 in budget without the job record; annotation delivered",
+        jobs,
+        measured,
+        BUDGET["epilog_s"],
+    )
     assert r.holds, r
 
 
@@ -263,8 +326,13 @@ def test_sacctmgr_hanging() -> None:
         measured = run_hooks("epilog", jobs)
         queued = len(list((SPOOL / "outbox").glob("*.json")))
     flush()
-    r = row("sacctmgr hanging", f"Epilog exits 0 in budget, entry queued ({queued}), delivered by flush", jobs,
-            measured, BUDGET["epilog_s"])
+    r = row(
+        "sacctmgr hanging",
+        f"Epilog exits 0 in budget, entry queued ({queued}), delivered by flush",
+        jobs,
+        measured,
+        BUDGET["epilog_s"],
+    )
     assert r.holds and queued == 1, r
 
 
@@ -280,8 +348,13 @@ def test_spool_full_or_unwritable(kind: str) -> None:
         measured = run_hooks("epilog", jobs)
         subprocess.run(["mount", "-o", "remount,rw,size=4m", str(SPOOL)], check=True)  # the operator frees space
         flush()
-        r = row(f"spool dir {kind} (tmpfs)", "Epilog exits 0 in budget; annotation delivered directly, or "
-                "queued and delivered once space is back", jobs, measured, BUDGET["epilog_s"])
+        r = row(
+            f"spool dir {kind} (tmpfs)",
+            "Epilog exits 0 in budget; annotation delivered directly, or queued and delivered once space is back",
+            jobs,
+            measured,
+            BUDGET["epilog_s"],
+        )
     finally:
         subprocess.run(["umount", str(SPOOL)], check=True)
     assert r.holds, r
@@ -295,8 +368,13 @@ def test_truncated_outbox_entry_and_state_file() -> None:
     (STATE / "jobs" / jobs[1]).mkdir(parents=True)
     (STATE / "jobs" / jobs[1] / "node.json").write_text('{"driver_version": "58')
     measured = run_hooks("epilog", jobs)
-    r = row("truncated outbox entry + truncated state file", "Epilogs exit 0 in budget; both jobs annotated; "
-            "the bad entry set aside", jobs, measured, BUDGET["epilog_s"])
+    r = row(
+        "truncated outbox entry + truncated state file",
+        "Epilogs exit 0 in budget; both jobs annotated; the bad entry set aside",
+        jobs,
+        measured,
+        BUDGET["epilog_s"],
+    )
     assert r.holds and not (outbox / "1.json").exists(), r
 
 
@@ -310,8 +388,13 @@ def test_hook_killed_mid_write() -> None:
     worst = run_hooks("epilog", jobs)  # the next Epilogs on this node (same jobs: Slurm may rerun them)
     flush()
     partial = [p for p in SPOOL.rglob(".*") if p.is_file() and not p.name.endswith(".lock")]
-    r = row("hook SIGKILLed mid-write (4 points)", f"later Epilog + flush deliver everything; {len(partial)} "
-            "half-written temp file(s) left, none read as data", jobs, worst, BUDGET["epilog_s"])
+    r = row(
+        "hook SIGKILLed mid-write (4 points)",
+        f"later Epilog + flush deliver everything; {len(partial)} half-written temp file(s) left, none read as data",
+        jobs,
+        worst,
+        BUDGET["epilog_s"],
+    )
     assert r.holds, r
 
 
@@ -327,8 +410,14 @@ def test_64_jobs_ending_at_once_then_1000_queued_entries() -> None:
         per_job = len(calls.read_text().splitlines()) / len(jobs)
     flush()
     write_config()
-    r = row("64 jobs ending at once (2 cores)", "64 Epilogs started together: exit 0 inside the shipped budget, "
-            "all annotated", jobs, measured, shipped, calls=f"{per_job:.1f} (mean)")
+    r = row(
+        "64 jobs ending at once (2 cores)",
+        "64 Epilogs started together: exit 0 inside the shipped budget, all annotated",
+        jobs,
+        measured,
+        shipped,
+        calls=f"{per_job:.1f} (mean)",
+    )
     assert r.holds, r
 
     outbox = SPOOL / "outbox"
@@ -336,23 +425,38 @@ def test_64_jobs_ending_at_once_then_1000_queued_entries() -> None:
         run_hooks("epilog", jobs[:8])  # queued during the outage
     absent = [str(9_000_000 + i) for i in range(1000 - 8)]  # jobs accounting never saw: must stay queued
     for job in absent:
-        (outbox / f"{job}.json").write_text(json.dumps({"job_id": job, "field": "admin_comment", "queued_at":
-                                                        time.time(), "record": "slurm-hooks/v1 label=unknown"}))
+        (outbox / f"{job}.json").write_text(
+            json.dumps(
+                {
+                    "job_id": job,
+                    "field": "admin_comment",
+                    "queued_at": time.time(),
+                    "record": "slurm-hooks/v1 label=unknown",
+                }
+            )
+        )
     with counting_calls() as calls:
         t0 = time.monotonic()
         flush()
         took = time.monotonic() - t0
         n_calls = len(calls.read_text().splitlines())
     remaining = {p.stem for p in outbox.glob("*.json")}
-    r = row("1,000 queued entries flushed after an outage", f"8 real jobs delivered; {len(remaining)} entries "
-            f"for jobs not in accounting kept queued, none dropped; {took:.1f} s", jobs[:8],
-            (took, [0], 0.0), 300, calls=f"{n_calls / 1000:.1f} per entry")
+    r = row(
+        "1,000 queued entries flushed after an outage",
+        f"8 real jobs delivered; {len(remaining)} entries "
+        f"for jobs not in accounting kept queued, none dropped; {took:.1f} s",
+        jobs[:8],
+        (took, [0], 0.0),
+        300,
+        calls=f"{n_calls / 1000:.1f} per entry",
+    )
     assert r.holds and remaining == set(absent), r
 
 
 def test_calls_per_job_do_not_grow_with_log_lines_and_no_root_byte_leaks() -> None:
     small, big = finished_jobs("echo one line; exit 1", 1) + finished_jobs(
-        "for i in $(seq 20000); do echo srun: error: task $i; done; exit 1", 1)
+        "for i in $(seq 20000); do echo srun: error: task $i; done; exit 1", 1
+    )
     leak = dc.submit(f"rm -f {dc.JOBS}/$SLURM_JOB_ID.out; ln -s {CANARY} {dc.JOBS}/$SLURM_JOB_ID.out; exit 1")
     dc.wait(leak)
     counts = []
@@ -360,7 +464,12 @@ def test_calls_per_job_do_not_grow_with_log_lines_and_no_root_byte_leaks() -> No
         with counting_calls() as calls:
             measured = run_hooks("epilog", [job])
             counts.append(len(calls.read_text().splitlines()))
-    r = row("1 vs 20,000 log lines; job log symlinked to a root-only file", "Slurm calls equal per job; "
-            "no canary byte in spool or hook log", [small, big, leak], measured, BUDGET["epilog_s"],
-            calls=" / ".join(map(str, counts)))
+    r = row(
+        "1 vs 20,000 log lines; job log symlinked to a root-only file",
+        "Slurm calls equal per job; no canary byte in spool or hook log",
+        [small, big, leak],
+        measured,
+        BUDGET["epilog_s"],
+        calls=" / ".join(map(str, counts)),
+    )
     assert r.holds and len(set(counts)) == 1, (r, counts)

@@ -15,10 +15,23 @@ from slurm_hooks.report.run import parse_when, render, report
 from slurm_hooks.slurm.client import AccountingRow
 
 SINCE, UNTIL = datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 12, 1, tzinfo=timezone.utc)
-BASE = AccountingRow(job_id="1", state="FAILED", exit_code="1:0", derived_exit_code="0:0",
-                     start="2026-11-27T03:00:00", end="2026-11-27T04:00:00", elapsed_s=3600,
-                     node_list="gb-r07-c[01-02]", n_nodes=2, n_gpus=8, partition="batch", user="alice", account="ml",
-                     comment="", admin_comment="")
+BASE = AccountingRow(
+    job_id="1",
+    state="FAILED",
+    exit_code="1:0",
+    derived_exit_code="0:0",
+    start="2026-11-27T03:00:00",
+    end="2026-11-27T04:00:00",
+    elapsed_s=3600,
+    node_list="gb-r07-c[01-02]",
+    n_nodes=2,
+    n_gpus=8,
+    partition="batch",
+    user="alice",
+    account="ml",
+    comment="",
+    admin_comment="",
+)
 STACK = "driver=580.95.05 cdmm=on ncore=3.6.2 gpu=nvidia_gb200"
 
 
@@ -36,8 +49,11 @@ def config(tmp_path) -> Config:
     (spool / "outbox").mkdir(parents=True)
     (spool / "outbox" / "7.json").write_text("{}")
     (spool / "jobs" / "8").mkdir(parents=True)
-    (spool / "jobs" / "8" / "diagnosis.json").write_text(json.dumps(
-        {"label": "app_segfault", "summary": "rank 0 segfaulted", "first_fault": {"kind": "segfault", "node": "n1"}}))
+    (spool / "jobs" / "8" / "diagnosis.json").write_text(
+        json.dumps(
+            {"label": "app_segfault", "summary": "rank 0 segfaulted", "first_fault": {"kind": "segfault", "node": "n1"}}
+        )
+    )
     return Config(spool_dir=str(spool), annotation=Annotation(mode="shadow"))
 
 
@@ -47,12 +63,17 @@ def rows() -> list[AccountingRow]:
         row("2", rec("success"), state="COMPLETED", node_list="gb-r[07-09]-c01", n_nodes=3),
         *[row(str(n), rec("cdmm_checkpoint_segfault", "gb-r07-c02")) for n in (3, 4, 5)],
         row("6", rec("app_segfault", "gb-r07-c02"), state="COMPLETED"),  # script exited 0, a step segfaulted
-        row("7"), row("8"),  # failed, no record: outbox not flushed; shadow mode
-        row("9", comment="x slurm-hooks=off"), row("10", "JS1:abc"), row("11", state="TIMEOUT"),
+        row("7"),
+        row("8"),  # failed, no record: outbox not flushed; shadow mode
+        row("9", comment="x slurm-hooks=off"),
+        row("10", "JS1:abc"),
+        row("11", state="TIMEOUT"),
         row("12", state="RUNNING", end="Unknown"),
-        row("13", "slurm-hooks/v1 label=warp_core_breach"), row("14", "slurm-hooks/v1 label=app_seg"),
+        row("13", "slurm-hooks/v1 label=warp_core_breach"),
+        row("14", "slurm-hooks/v1 label=app_seg"),
         row("15", rec("cancelled"), state="CANCELLED by 2001", node_list="None assigned", n_nodes=0, n_gpus=0),
-        row("16", comment="A" * 200 + "\0truncated"), row("17", comment="x|y\nz"),
+        row("16", comment="A" * 200 + "\0truncated"),
+        row("17", comment="x|y\nz"),
         row(""),  # a line sacct printed that could not be read
     ]
 
@@ -64,13 +85,33 @@ def test_totals_coverage_and_buckets(config: Config) -> None:
     cov = t["coverage"]
     assert cov["diagnosed"] == 5  # 3 checkpoint segfaults, the app segfault, the cancel
     reasons = {u["reason"]: u["job_ids"] for u in cov["uncovered"]}
-    assert reasons == {"outbox_not_flushed": ["7"], "shadow_mode": ["8"], "opted_out": ["9"],
-                       "foreign_admin_comment": ["10"], "unreadable_record": ["13", "14"],
-                       "not_processed": ["11", "16", "17"]}
-    assert doc["records"] == {"ours": 7, "none": 7, "unknown_label": 1, "truncated": 1, "newer_schema": 0,
-                              "case_changed": 0, "jobstats": 1, "free_text": 0, "untrusted_comment": 0}
-    assert doc["input"] == {"rows": 18, "unreadable_rows": 1, "no_nodes": 1, "comment_cut": 1, "comment_newline": 1,
-                            "comment_delimiter": 1}
+    assert reasons == {
+        "outbox_not_flushed": ["7"],
+        "shadow_mode": ["8"],
+        "opted_out": ["9"],
+        "foreign_admin_comment": ["10"],
+        "unreadable_record": ["13", "14"],
+        "not_processed": ["11", "16", "17"],
+    }
+    assert doc["records"] == {
+        "ours": 7,
+        "none": 7,
+        "unknown_label": 1,
+        "truncated": 1,
+        "newer_schema": 0,
+        "case_changed": 0,
+        "jobstats": 1,
+        "free_text": 0,
+        "untrusted_comment": 0,
+    }
+    assert doc["input"] == {
+        "rows": 18,
+        "unreadable_rows": 1,
+        "no_nodes": 1,
+        "comment_cut": 1,
+        "comment_newline": 1,
+        "comment_delimiter": 1,
+    }
     details = {d["job_id"]: d["diagnosis"] for d in doc["details"]}
     assert details["8"]["summary"] == "rank 0 segfaulted" and details["7"] is None
     text = render(doc, "text", None)  # --details shows in the terminal too
@@ -80,15 +121,26 @@ def test_totals_coverage_and_buckets(config: Config) -> None:
 def test_hours_lost_configs_scale_roots(config: Config) -> None:
     doc = report(rows(), config, Filters(), SINCE, UNTIL)
     labels = {r["label"]: r for r in doc["labels"]}
-    assert labels["cdmm_checkpoint_segfault"] == {"label": "cdmm_checkpoint_segfault", "jobs": 3, "node_hours": 6.0,
-                                                  "gpu_hours": 24.0}
+    assert labels["cdmm_checkpoint_segfault"] == {
+        "label": "cdmm_checkpoint_segfault",
+        "jobs": 3,
+        "node_hours": 6.0,
+        "gpu_hours": 24.0,
+    }
     assert labels["(no record)"]["jobs"] == 9 and labels["success"]["node_hours"] == 0.0
     cdmm = next(c for c in doc["configs"] if c["label"] == "cdmm_checkpoint_segfault")
     assert (cdmm["driver"], cdmm["cdmm"], cdmm["jobs"], cdmm["config_jobs"]) == ("580.95.05", "on", 3, 7)
     racks = {r["bucket"]: (r["jobs"], r["failed"]) for r in doc["scale"]["racks"]}
     assert racks == {"0": (1, 1), "1": (14, 13), "3-4": (1, 0)}
-    assert doc["root_nodes"] == [{"node": "gb-r07-c02", "rack": "07", "failures": 4,
-                                  "labels": {"cdmm_checkpoint_segfault": 3, "app_segfault": 1}, "days": ["2026-11-27"]}]
+    assert doc["root_nodes"] == [
+        {
+            "node": "gb-r07-c02",
+            "rack": "07",
+            "failures": 4,
+            "labels": {"cdmm_checkpoint_segfault": 3, "app_segfault": 1},
+            "days": ["2026-11-27"],
+        }
+    ]
     assert doc["root_racks"] == [{"rack": "07", "failures": 4, "nodes": 1}]
     assert {"day": "2026-11-27", "label": "cdmm_checkpoint_segfault", "failures": 3} in doc["per_day"]
 

@@ -41,8 +41,13 @@ def page_file(tmp_path_factory) -> tuple[Path, dict]:
     _browser_or_skip()
     tmp = tmp_path_factory.mktemp("html")
     rows = parse_rows(io.BytesIO(synthetic_rows(3000)))
-    doc = report(rows, Config(spool_dir=str(tmp / "spool")), Filters(), datetime(2026, 11, 1, tzinfo=timezone.utc),
-                 datetime(2026, 12, 1, tzinfo=timezone.utc))
+    doc = report(
+        rows,
+        Config(spool_dir=str(tmp / "spool")),
+        Filters(),
+        datetime(2026, 11, 1, tzinfo=timezone.utc),
+        datetime(2026, 12, 1, tzinfo=timezone.utc),
+    )
     path = tmp / "report.html"
     path.write_text(render(doc, "html", None))
     return path, doc
@@ -65,8 +70,11 @@ def test_every_chart_renders_offline(page_file: tuple[Path, dict]) -> None:
                 box = chart.bounding_box()
                 assert box and box["width"] > 100 and box["height"] > 20, name
                 assert chart.locator("[data-series]").count() > 0, name
-            series = set(page.locator('svg[data-chart="per-day"] [data-series]').evaluate_all(
-                "els => els.map(e => e.getAttribute('data-series'))"))
+            series = set(
+                page.locator('svg[data-chart="per-day"] [data-series]').evaluate_all(
+                    "els => els.map(e => e.getAttribute('data-series'))"
+                )
+            )
             assert series == {r["label"] for r in doc["per_day"]}
             legend = page.locator('svg[data-chart="per-day"] text').all_text_contents()
             assert "cdmm_checkpoint_segfault" in legend and "11-01" in legend

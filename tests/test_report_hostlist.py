@@ -5,7 +5,14 @@ from slurm_hooks.report.hostlist import MAX_HOSTS, expand
 
 def test_ranges_padding_and_lists() -> None:
     assert expand("gb-r[07-08]-c[01,03-04],login1") == [
-        "gb-r07-c01", "gb-r07-c03", "gb-r07-c04", "gb-r08-c01", "gb-r08-c03", "gb-r08-c04", "login1"]
+        "gb-r07-c01",
+        "gb-r07-c03",
+        "gb-r07-c04",
+        "gb-r08-c01",
+        "gb-r08-c03",
+        "gb-r08-c04",
+        "login1",
+    ]
     assert expand("node[8-10]") == ["node8", "node9", "node10"]
 
 

@@ -9,26 +9,37 @@ from slurm_hooks.report.records import RecordReader
 from slurm_hooks.slurm.accounting import TRUNCATED
 from slurm_hooks.slurm.annotation import encode
 
-OURS = encode({"label": "cdmm_checkpoint_segfault", "root_node": "gb-r07-c02", "root_rank": 6,
-               "facts": {"driver_version": "580.95.05", "cdmm": "on", "ncore_version": "3.6.2"}}, "139:0", "FAILED")
+OURS = encode(
+    {
+        "label": "cdmm_checkpoint_segfault",
+        "root_node": "gb-r07-c02",
+        "root_rank": 6,
+        "facts": {"driver_version": "580.95.05", "cdmm": "on", "ncore_version": "3.6.2"},
+    },
+    "139:0",
+    "FAILED",
+)
 
 
-@pytest.mark.parametrize(("admin", "bucket"), [
-    (OURS, "ours"),
-    ("", "none"),
-    ("slurm-hooks/v1 label=quantum_flux node=a", "unknown_label"),  # a newer version's label
-    ("slurm-hooks/v1 label=cdmm_check", "truncated"),
-    ("slurm-hooks/v1 label=app_segfault node=gb-r07-c0", "ours"),  # a cut value cannot be told from a real one
-    ("slurm-hooks/v1 label=app_segfault cdm", "truncated"),  # a cut key can
-    ("slurm-hooks/v1 node=gb-r07", "truncated"),
-    ("slurm-hoo", "truncated"),
-    ("slurm-hooks/v2 label=app_segfault", "newer_schema"),
-    (OURS.upper(), "case_changed"),
-    ("slurm-hooks/v1 label=APP_SEGFAULT", "case_changed"),
-    ("JS1:eyJqb2JzdGF0cyI6MX0=", "jobstats"),
-    ("js1:eyjqb2jzdgf0cyi6mx0=", "jobstats"),  # lowercased by sacctmgr: still jobstats', still not ours
-    ("checked by ops | see ticket\nline two", "free_text"),
-])
+@pytest.mark.parametrize(
+    ("admin", "bucket"),
+    [
+        (OURS, "ours"),
+        ("", "none"),
+        ("slurm-hooks/v1 label=quantum_flux node=a", "unknown_label"),  # a newer version's label
+        ("slurm-hooks/v1 label=cdmm_check", "truncated"),
+        ("slurm-hooks/v1 label=app_segfault node=gb-r07-c0", "ours"),  # a cut value cannot be told from a real one
+        ("slurm-hooks/v1 label=app_segfault cdm", "truncated"),  # a cut key can
+        ("slurm-hooks/v1 node=gb-r07", "truncated"),
+        ("slurm-hoo", "truncated"),
+        ("slurm-hooks/v2 label=app_segfault", "newer_schema"),
+        (OURS.upper(), "case_changed"),
+        ("slurm-hooks/v1 label=APP_SEGFAULT", "case_changed"),
+        ("JS1:eyJqb2JzdGF0cyI6MX0=", "jobstats"),
+        ("js1:eyjqb2jzdgf0cyi6mx0=", "jobstats"),  # lowercased by sacctmgr: still jobstats', still not ours
+        ("checked by ops | see ticket\nline two", "free_text"),
+    ],
+)
 def test_buckets(admin: str, bucket: str) -> None:
     assert RecordReader(LABELS, trust_comment=False).read(admin, "")[0] == bucket
 

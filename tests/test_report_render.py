@@ -22,19 +22,37 @@ SINCE, UNTIL = datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 12, 1,
 
 @pytest.fixture(scope="module")
 def doc(tmp_path_factory) -> dict:
-    rows = [replace(BASE, job_id=str(n), admin_comment=rec(label, "gb-r07-c02" if label != "success" else ""),
-                    state="COMPLETED" if label == "success" else "FAILED", user=user)
-            for n, (label, user) in enumerate([("success", "alice"), ("success", "alice"),
-                                               ("cdmm_checkpoint_segfault", "alice"),
-                                               ("app_segfault", "<script>x</script>\x1b[31m")], start=1)]
+    rows = [
+        replace(
+            BASE,
+            job_id=str(n),
+            admin_comment=rec(label, "gb-r07-c02" if label != "success" else ""),
+            state="COMPLETED" if label == "success" else "FAILED",
+            user=user,
+        )
+        for n, (label, user) in enumerate(
+            [
+                ("success", "alice"),
+                ("success", "alice"),
+                ("cdmm_checkpoint_segfault", "alice"),
+                ("app_segfault", "<script>x</script>\x1b[31m"),
+            ],
+            start=1,
+        )
+    ]
     config = Config(spool_dir=str(tmp_path_factory.mktemp("spool")))
     return report(rows, config, Filters(), SINCE, UNTIL)
 
 
 def test_text_shows_every_section_and_escapes_control_characters(doc: dict) -> None:
     text = render(doc, "text", None)
-    for title in ("Totals and coverage", "Labels", "Failure rate by nodes spanned", "Repeat root nodes",
-                  "Failures per day"):
+    for title in (
+        "Totals and coverage",
+        "Labels",
+        "Failure rate by nodes spanned",
+        "Repeat root nodes",
+        "Failures per day",
+    ):
         assert title in text
     assert "\x1b" not in render(doc, "text", "user") and "\\x1b[31m" in render(doc, "text", "user")
 
@@ -49,8 +67,11 @@ def test_every_view_in_text_and_csv(doc: dict, view: str) -> None:
 def test_csv_and_json_agree(doc: dict) -> None:
     rows = {r["label"]: int(r["jobs"]) for r in csv.DictReader(io.StringIO(render(doc, "csv", None)))}
     again = json.loads(render(doc, "json", None))
-    assert rows == {r["label"]: r["jobs"] for r in again["labels"]} == {
-        "success": 2, "cdmm_checkpoint_segfault": 1, "app_segfault": 1}
+    assert (
+        rows
+        == {r["label"]: r["jobs"] for r in again["labels"]}
+        == {"success": 2, "cdmm_checkpoint_segfault": 1, "app_segfault": 1}
+    )
     assert again["schema"] == "slurm-hooks-report/1"
 
 

@@ -26,13 +26,42 @@ def test_bad_input_is_counted_in_clear_buckets(tmp_path) -> None:
     out = tmp_path / "report.json"
     config = tmp_path / "config.yaml"
     config.write_text(f"spool_dir: {tmp_path}/spool\nlog_file: ''\n")
-    assert main(["report", "--input", str(data), "--since", "2026-11-01", "--until", "2026-12-01", "--config",
-                 str(config), "--format", "json", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--input",
+                str(data),
+                "--since",
+                "2026-11-01",
+                "--until",
+                "2026-12-01",
+                "--config",
+                str(config),
+                "--format",
+                "json",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     doc = json.loads(out.read_text())
     assert {k: v for k, v in doc["records"].items() if v} == {
-        "ours": 4, "unknown_label": 1, "case_changed": 1, "truncated": 1, "jobstats": 1}
-    assert doc["input"] == {"rows": 9, "unreadable_rows": 1, "no_nodes": 1, "comment_cut": 1, "comment_newline": 1,
-                            "comment_delimiter": 1}
+        "ours": 4,
+        "unknown_label": 1,
+        "case_changed": 1,
+        "truncated": 1,
+        "jobstats": 1,
+    }
+    assert doc["input"] == {
+        "rows": 9,
+        "unreadable_rows": 1,
+        "no_nodes": 1,
+        "comment_cut": 1,
+        "comment_newline": 1,
+        "comment_delimiter": 1,
+    }
     assert doc["totals"]["failed"] == 8 and doc["totals"]["coverage"]["diagnosed"] == 4
     reasons = {u["reason"]: u["job_ids"] for u in doc["totals"]["coverage"]["uncovered"]}
     assert reasons == {"unreadable_record": ["2", "3", "4"], "foreign_admin_comment": ["5"]}

@@ -31,7 +31,8 @@ def mixed(tmp_path: Path) -> Path:
         b" 9: !!!!!!! Segfault encountered !!!!!!!\n"
         b"\xff\xfe binary \x00\x01 junk Watchdog caught it\n"
         b"caf\xe9 latin-1 line\n"
-        + b"x" * (3 * MAX_LINE) + b" Watchdog caught at the far end\n"
+        + b"x" * (3 * MAX_LINE)
+        + b" Watchdog caught at the far end\n"
         + b"last line without newline Segfault encountered"
     )
     return path
@@ -61,7 +62,7 @@ def test_scanning_on_from_a_line_gives_the_rest(scanner, pack) -> None:
     kws = pack.keywords("log")
     every = scan(scanner, log, kws)
     mid = every[len(every) // 2]
-    assert scan(scanner, log, kws, after_line=mid.line_no, from_offset=mid.offset) == every[len(every) // 2 + 1:]
+    assert scan(scanner, log, kws, after_line=mid.line_no, from_offset=mid.offset) == every[len(every) // 2 + 1 :]
 
 
 @pytest.mark.parametrize("scanner", SCANNERS, ids=lambda s: type(s).__name__)
@@ -117,8 +118,10 @@ def test_cr_only_line_endings(tmp_path: Path, terminator: bytes) -> None:
     lines = [b"a", b"0: Watchdog caught x", b"b", b"1: !!!!!!! Segfault encountered !!!!!!!", b"c"]
     path.write_bytes(terminator.join(lines) + terminator)
     hits = scan(ResilientScanner(RG), path)
-    assert [(h.line_no, h.text) for h in hits] == [(2, "0: Watchdog caught x"),
-                                                    (4, "1: !!!!!!! Segfault encountered !!!!!!!")]
+    assert [(h.line_no, h.text) for h in hits] == [
+        (2, "0: Watchdog caught x"),
+        (4, "1: !!!!!!! Segfault encountered !!!!!!!"),
+    ]
 
 
 @pytest.mark.parametrize("scanner", SCANNERS, ids=lambda s: type(s).__name__)

@@ -12,10 +12,34 @@ from slurm_hooks.slurm.client import SEP, SlurmError
 ALLOC = "billing=8,cpu=288,gres/gpu=8,gres/gpu:gb200=8,mem=1T,node=2"
 
 
-def line(job: str = "101", admin: str = "", comment: str = "", nodes: str = "gb-r07-c[01-02]", tres: str = ALLOC,
-         state: str = "FAILED", n_nodes: str = "2", sep: str = SEP) -> str:
-    fields = [job, state, "1:0", "0:11", "2026-11-27T03:00:00", "2026-11-27T04:00:00", "3600", nodes, n_nodes, tres,
-              "batch", "alice", "ml", admin, comment, job]
+def line(
+    job: str = "101",
+    admin: str = "",
+    comment: str = "",
+    nodes: str = "gb-r07-c[01-02]",
+    tres: str = ALLOC,
+    state: str = "FAILED",
+    n_nodes: str = "2",
+    sep: str = SEP,
+) -> str:
+    fields = [
+        job,
+        state,
+        "1:0",
+        "0:11",
+        "2026-11-27T03:00:00",
+        "2026-11-27T04:00:00",
+        "3600",
+        nodes,
+        n_nodes,
+        tres,
+        "batch",
+        "alice",
+        "ml",
+        admin,
+        comment,
+        job,
+    ]
     assert len(fields) == len(FIELDS)
     return sep.join(fields) + "\n"
 
@@ -27,7 +51,13 @@ def rows(text: str | bytes) -> list:
 def test_a_plain_row() -> None:
     (row,) = rows(line(admin="slurm-hooks/v1 label=app_segfault"))
     assert (row.job_id, row.state, row.exit_code, row.elapsed_s, row.n_nodes, row.n_gpus) == (
-        "101", "FAILED", "1:0", 3600, 2, 8)
+        "101",
+        "FAILED",
+        "1:0",
+        3600,
+        2,
+        8,
+    )
     assert (row.node_list, row.partition, row.user, row.account) == ("gb-r07-c[01-02]", "batch", "alice", "ml")
     assert row.admin_comment == "slurm-hooks/v1 label=app_segfault" and row.comment == ""
 
@@ -51,8 +81,14 @@ def test_a_10_mb_comment_with_newlines_is_cut_too() -> None:
 
 
 def test_unreadable_lines_come_back_with_an_empty_job_id() -> None:
-    got = rows("garbage without fields\n" + line("101") + SEP.join(["104", "FAILED", "x"]) + "\n" + line("105")
-               + line("106", n_nodes="many"))
+    got = rows(
+        "garbage without fields\n"
+        + line("101")
+        + SEP.join(["104", "FAILED", "x"])
+        + "\n"
+        + line("105")
+        + line("106", n_nodes="many")
+    )
     assert [r.job_id for r in got] == ["", "101", "", "105", ""]
     assert got[0].comment.startswith("garbage")
 

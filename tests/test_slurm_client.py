@@ -23,8 +23,9 @@ class Recorded:
         self.squeue, self.sacct = squeue, sacct
         self.calls: list[list[str]] = []
 
-    def __call__(self, argv: Sequence[str], timeout_s: float,
-                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    def __call__(
+        self, argv: Sequence[str], timeout_s: float, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
         self.calls.append(list(argv))
         if argv[0] == "squeue":
             if self.squeue is None:
@@ -38,11 +39,26 @@ class Recorded:
 
 
 def squeue_row(**over: str) -> dict[str, str]:
-    row = {"JobID": "77", "State": "COMPLETING", "Reason": "NonZeroExitCode", "exit_code": "768", "DerivedEC": "0",
-           "StartTime": "2026-11-30T10:00:00", "EndTime": "2026-11-30T10:05:00", "NodeList": "n[1-2]",
-           "BatchHost": "n1", "STDOUT": "/home/alice/%x-%j.out", "STDERR": "/home/alice/%x-%j.out",
-           "WorkDir": "/home/alice", "Comment": "", "admin_comment": "", "Name": "train", "UserName": "alice",
-           "ArrayJobID": "N/A", "ArrayTaskID": "N/A"}
+    row = {
+        "JobID": "77",
+        "State": "COMPLETING",
+        "Reason": "NonZeroExitCode",
+        "exit_code": "768",
+        "DerivedEC": "0",
+        "StartTime": "2026-11-30T10:00:00",
+        "EndTime": "2026-11-30T10:05:00",
+        "NodeList": "n[1-2]",
+        "BatchHost": "n1",
+        "STDOUT": "/home/alice/%x-%j.out",
+        "STDERR": "/home/alice/%x-%j.out",
+        "WorkDir": "/home/alice",
+        "Comment": "",
+        "admin_comment": "",
+        "Name": "train",
+        "UserName": "alice",
+        "ArrayJobID": "N/A",
+        "ArrayTaskID": "N/A",
+    }
     return {**row, **over}
 
 
@@ -91,20 +107,24 @@ def test_output_of_the_wrong_shape_raises(text: str) -> None:
         split_rows(text, "\x1fS\x1f", 2)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("0", "0:0"), ("768", "3:0"), ("35584", "139:0"), ("11", "0:11"),
-                                               ("3:0", "3:0"), ("N/A", "")])
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("0", "0:0"), ("768", "3:0"), ("35584", "139:0"), ("11", "0:11"), ("3:0", "3:0"), ("N/A", "")]
+)
 def test_wait_status(raw: str, expected: str) -> None:
     assert wait_status(raw) == expected
 
 
-@pytest.mark.parametrize(("pattern", "expected"), [
-    ("/w/%x-%j.out", "/w/train-42.out"),
-    ("/w/%100000000j.out", "/w/0000000042.out"),  # padded to at most 10, as sbatch(1) says
-    ("/w/%99999999999999999999j", None),  # no width that long is a specifier at all
-    ("/w/%x" * 2000, None),  # longer than PATH_MAX
-    ("/w/\\%j.out", "/w/%j.out"),  # a backslash turns expansion off, as in Slurm
-    ("/w/100%", "/w/100%"),
-])
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("/w/%x-%j.out", "/w/train-42.out"),
+        ("/w/%100000000j.out", "/w/0000000042.out"),  # padded to at most 10, as sbatch(1) says
+        ("/w/%99999999999999999999j", None),  # no width that long is a specifier at all
+        ("/w/%x" * 2000, None),  # longer than PATH_MAX
+        ("/w/\\%j.out", "/w/%j.out"),  # a backslash turns expansion off, as in Slurm
+        ("/w/100%", "/w/100%"),
+    ],
+)
 def test_pattern_expansion_is_bounded(pattern: str, expected: str | None) -> None:
     assert expand(pattern, {"j": "42", "x": "train"}) == expected
 

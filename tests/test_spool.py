@@ -102,8 +102,10 @@ def test_prune_reports_what_it_could_not_remove() -> None:
             d.chmod(0o755 if os.geteuid() == 0 else 0o555)
         old = time.time() - 90 * 86400
         os.utime(spool.job_dir("1"), (old, old))
-        code = (f"import json; from slurm_hooks.spool import Spool; "
-                f"r = Spool({str(root)!r}).prune(30, 1024, {time.time()}); print(json.dumps(r.__dict__))")
+        code = (
+            f"import json; from slurm_hooks.spool import Spool; "
+            f"r = Spool({str(root)!r}).prune(30, 1024, {time.time()}); print(json.dumps(r.__dict__))"
+        )
         pkg = root / "pkg" / "slurm_hooks"  # a copy nobody can read: the checkout may sit in a private dir
         pkg.mkdir(parents=True)
         for module in ("__init__", "spool", "layout", "nofollow"):
@@ -113,8 +115,7 @@ def test_prune_reports_what_it_could_not_remove() -> None:
         if os.geteuid() == 0:
             argv[0] = "/usr/bin/python3"  # this interpreter may live under /root
             as_nobody = {"user": 65534, "group": 65534, "extra_groups": []}
-        out = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=root / "pkg",
-                             **as_nobody)  # type: ignore[call-overload]
+        out = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=root / "pkg", **as_nobody)  # type: ignore[call-overload]
         assert out.returncode == 0, out.stderr
         report = json.loads(out.stdout)
         assert report["removed"] == [] and "Permission denied" in report["failed"]["1"]
@@ -140,8 +141,14 @@ def test_hand_over_gives_the_job_tree_and_outbox_to_the_spool_owner_never_a_link
     (root / "jobs/7/bundle/logs/link").symlink_to(target)
     os.chown(root, 2001, 2001)
     spool.hand_over("7")
-    for path in [root / "jobs", root / "jobs/7", root / "jobs/7/bundle/nodes/node3.json", root / "jobs/7/parts",
-                 root / "jobs/7/parts/node3.done", root / "outbox/.lock"]:
+    for path in [
+        root / "jobs",
+        root / "jobs/7",
+        root / "jobs/7/bundle/nodes/node3.json",
+        root / "jobs/7/parts",
+        root / "jobs/7/parts/node3.done",
+        root / "outbox/.lock",
+    ]:
         assert (path.stat().st_uid, path.stat().st_gid) == (2001, 2001), path
     assert target.stat().st_uid == 0
 

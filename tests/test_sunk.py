@@ -43,9 +43,15 @@ def test_the_check_catches_a_bad_object() -> None:
 
 def test_the_values_fragment_volumes_and_mounts_validate_in_a_pod() -> None:
     values = yaml.safe_load((SUNK / "values-slurm-hooks.yaml").read_text())["compute"]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "values-check"},
-           "spec": {"containers": [{"name": "slurmd", "image": "x", "volumeMounts": values["volumeMounts"]}],
-                    "volumes": values["volumes"]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "values-check"},
+        "spec": {
+            "containers": [{"name": "slurmd", "image": "x", "volumeMounts": values["volumeMounts"]}],
+            "volumes": values["volumes"],
+        },
+    }
     kubernetes_validate.validate(pod, K8S, strict=True)
     example = by_name("Pod", "slurmd-slurm-hooks-example")["spec"]
     assert all(v in example["volumes"] for v in values["volumes"])  # one design, written twice
@@ -66,8 +72,13 @@ def test_shipped_config_is_valid_and_keeps_state_out_of_the_jobs_private_dirs() 
         assert not config.state_dir.startswith(private) and not config.spool_dir.startswith(private)
     pod = by_name("Pod", "slurmd-slurm-hooks-example")["spec"]
     mounted = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
-    for path in (config.state_dir, config.spool_dir, str(Path(config.log_file).parent),
-                 str(Path(config.metrics_file).parent), f"{config.host_root}/proc/driver/nvidia"):
+    for path in (
+        config.state_dir,
+        config.spool_dir,
+        str(Path(config.log_file).parent),
+        str(Path(config.metrics_file).parent),
+        f"{config.host_root}/proc/driver/nvidia",
+    ):
         assert path in mounted, path
     ncore = Path(config.host_root) / config.ncore_sources[0].path.lstrip("/")
     assert str(ncore.parent) in mounted

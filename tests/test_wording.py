@@ -15,8 +15,9 @@ from slurm_hooks.render import to_text
 from slurm_hooks.rules import AdviceLine
 from tests.conftest import BUNDLES, SCENARIOS
 
-ALL = sorted(p for root in (BUNDLES, SCENARIOS) if root.is_dir() for p in root.iterdir()
-             if (p / "expected.json").exists())
+ALL = sorted(
+    p for root in (BUNDLES, SCENARIOS) if root.is_dir() for p in root.iterdir() if (p / "expected.json").exists()
+)
 _UNKNOWN = re.compile(r"\?|\bNone\b|\b[Uu]nknown\b")
 
 
@@ -60,13 +61,19 @@ def test_json_keeps_the_design_contract(pack) -> None:
         assert all({"time", "kind", "source", "line"} <= set(e) for e in got["evidence"])
 
 
-@pytest.mark.parametrize(("template", "known", "expected"), [
-    ("Drain {node}.", {"node": "n1"}, "Drain n1."),
-    ("Drain {node}.", {}, None),  # a line that needs what is unknown is left out
-    ("The link failed[[ on {node}]].", {}, "The link failed."),
-    ("Send the trace[[ and the versions of {node}: {versions}]].", {"node": "n1"}, "Send the trace."),
-    ("Send the trace[[ and the versions of {node}: {versions}]].", {"node": "n1", "versions": "CDMM on"},
-     "Send the trace and the versions of n1: CDMM on."),
-])
+@pytest.mark.parametrize(
+    ("template", "known", "expected"),
+    [
+        ("Drain {node}.", {"node": "n1"}, "Drain n1."),
+        ("Drain {node}.", {}, None),  # a line that needs what is unknown is left out
+        ("The link failed[[ on {node}]].", {}, "The link failed."),
+        ("Send the trace[[ and the versions of {node}: {versions}]].", {"node": "n1"}, "Send the trace."),
+        (
+            "Send the trace[[ and the versions of {node}: {versions}]].",
+            {"node": "n1", "versions": "CDMM on"},
+            "Send the trace and the versions of n1: CDMM on.",
+        ),
+    ],
+)
 def test_advice_templates_leave_out_the_unknown(template: str, known: dict[str, str], expected: str | None) -> None:
     assert _render(AdviceLine(template), known) == expected

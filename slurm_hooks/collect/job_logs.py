@@ -52,14 +52,14 @@ class Copied:
     error: str = ""
 
 
-def copy_as_user(source: str, out: BinaryIO, uid: int, gid: int, limit: int, timeout_s: float,
-                 python: str = sys.executable) -> Copied:
+def copy_as_user(
+    source: str, out: BinaryIO, uid: int, gid: int, limit: int, timeout_s: float, python: str = sys.executable
+) -> Copied:
     """Copy into `out` (an open file); on failure `out` may hold a partial copy the caller drops.
     `python` runs the reader as the job user, so that user must be able to execute it."""
     as_user: dict[str, Any] = {"user": uid, "group": gid, "extra_groups": []} if os.geteuid() == 0 else {}
     try:
-        proc = run_bounded([python, "-S", "-c", _READER, source, str(limit)], timeout_s,
-                           stdout=out, **as_user)
+        proc = run_bounded([python, "-S", "-c", _READER, source, str(limit)], timeout_s, stdout=out, **as_user)
     except subprocess.TimeoutExpired:
         return Copied(source, False, error=f"no copy within {timeout_s:g}s")
     except OSError as exc:
@@ -71,8 +71,9 @@ def copy_as_user(source: str, out: BinaryIO, uid: int, gid: int, limit: int, tim
     return Copied(source, True, skipped_bytes=skipped)
 
 
-def copy_job_logs(spool: Spool, job_id: str, paths: list[str], uid: int, gid: int, limit: int,
-                  timeout_s: float) -> list[Copied]:
+def copy_job_logs(
+    spool: Spool, job_id: str, paths: list[str], uid: int, gid: int, limit: int, timeout_s: float
+) -> list[Copied]:
     """Each path into the bundle's logs/; a copy that fails leaves no file behind."""
     copied = []
     for i, path in enumerate(paths):
@@ -104,5 +105,4 @@ def expand_pattern(pattern: str, job_id: str, user: str, node: str) -> str | Non
     The node Epilog knows no job name (%x) and no array task (%a), so a pattern using them
     cannot be expanded here (None); slurmctld's view (the job record's StdOut) is the first choice.
     """
-    return expand(pattern, {"j": job_id, "J": job_id, "u": user, "N": node, "n": "0", "t": "0", "A": job_id,
-                            "%": "%"})
+    return expand(pattern, {"j": job_id, "J": job_id, "u": user, "N": node, "n": "0", "t": "0", "A": job_id, "%": "%"})

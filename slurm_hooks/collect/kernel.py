@@ -79,9 +79,18 @@ def kernel_log_for(kernel_log_file: str, timeout_s: float) -> KernelLog:
 
 
 def from_journal(start: datetime, end: datetime, timeout_s: float) -> str | None:
-    argv = ["journalctl", "-k", "-q", "--no-pager", "-o", "short-iso-precise",
-            "--since", f"@{int((start - WINDOW.before).timestamp())}",
-            "--until", f"@{int((end + WINDOW.after).timestamp())}"]
+    argv = [
+        "journalctl",
+        "-k",
+        "-q",
+        "--no-pager",
+        "-o",
+        "short-iso-precise",
+        "--since",
+        f"@{int((start - WINDOW.before).timestamp())}",
+        "--until",
+        f"@{int((end + WINDOW.after).timestamp())}",
+    ]
     try:
         out = run_bounded(argv, timeout_s, env=TOOL_ENV)
     except (OSError, subprocess.TimeoutExpired):

@@ -25,8 +25,9 @@ def job_window(record: JobRecord, facts: dict[str, Any], now: datetime) -> tuple
     return parse_iso(record.start, default_zone=zone) or now, parse_iso(record.end, default_zone=zone) or now
 
 
-def write_node_part(spool: Spool, job_id: str, node: str, facts: dict[str, Any],
-                    window: tuple[datetime, datetime], kernel: KernelLog) -> str:
+def write_node_part(
+    spool: Spool, job_id: str, node: str, facts: dict[str, Any], window: tuple[datetime, datetime], kernel: KernelLog
+) -> str:
     """nodes/<node>.json and kernel/<node>.log; returns where the kernel lines came from.
 
     The kernel lines come from the kernel this Epilog runs on, so their boot time is read from
@@ -40,16 +41,20 @@ def write_node_part(spool: Spool, job_id: str, node: str, facts: dict[str, Any],
     return source
 
 
-def write_job_json(spool: Spool, ctx: JobContext, job: JobView, facts: dict[str, Any], log_timezone: str,
-                   now: datetime) -> None:
+def write_job_json(
+    spool: Spool, ctx: JobContext, job: JobView, facts: dict[str, Any], log_timezone: str, now: datetime
+) -> None:
     start, end = job_window(job.record, facts, now)
     doc = {
         "job_id": ctx.job_id,
         "state": job.record.state,
         "exit_code": ctx.exit_code or job.record.exit_code,
         "derived_exit_code": ctx.derived_exit_code or job.record.derived_exit_code,
-        "start_time": start.isoformat(), "end_time": end.isoformat(),
-        "nodes": list(job.nodes), "batch_host": job.lead or None,
-        "timezone": facts.get("timezone") or "UTC", "log_timezone": log_timezone,
+        "start_time": start.isoformat(),
+        "end_time": end.isoformat(),
+        "nodes": list(job.nodes),
+        "batch_host": job.lead or None,
+        "timezone": facts.get("timezone") or "UTC",
+        "log_timezone": log_timezone,
     }
     spool.write(ctx.job_id, "bundle/job.json", json.dumps(doc, indent=1) + "\n")

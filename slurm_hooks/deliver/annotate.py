@@ -36,8 +36,13 @@ def deliver(entry: OutboxEntry, slurm: Slurm, log: Log, tally: Tally) -> Outcome
         current = admin if entry.field == "admin_comment" else comment
         value = merged_value(entry.field, current, entry.record)
         if value is None:
-            log.warning("annotation_left_alone", annotated_job=entry.job_id, field=entry.field,
-                        reason="field holds another tool's value", holder=current[:8])
+            log.warning(
+                "annotation_left_alone",
+                annotated_job=entry.job_id,
+                field=entry.field,
+                reason="field holds another tool's value",
+                holder=current[:8],
+            )
             tally.left_alone += 1
         elif value != current:
             slurm.set_job_field(entry.job_id, entry.field, value)
@@ -61,8 +66,9 @@ def deliver_waiting(entry: OutboxEntry, slurm: Slurm, log: Log, clock: Clock, wa
     return outcome
 
 
-def deliver_backlog(outbox: Outbox, slurm: Slurm, log: Log, clock: Clock, budget_s: float,
-                    retention_days: int) -> Tally:
+def deliver_backlog(
+    outbox: Outbox, slurm: Slurm, log: Log, clock: Clock, budget_s: float, retention_days: int
+) -> Tally:
     """Every queued annotation, oldest first, until the time budget runs out; one flusher at a time."""
     tally = Tally()
     deadline = clock.monotonic() + budget_s

@@ -69,8 +69,13 @@ def parse_entry(name: str, raw: bytes) -> OutboxEntry | Reservation:
     if doc["field"] not in FIELDS:
         raise InvalidEntry(f"field must be one of {', '.join(FIELDS)}")
     record = doc["record"]
-    if not isinstance(record, str) or not record.startswith(MARK) or len(record) > MAX_RECORD \
-            or not _RECORD.match(record) or "|" in record:
+    if (
+        not isinstance(record, str)
+        or not record.startswith(MARK)
+        or len(record) > MAX_RECORD
+        or not _RECORD.match(record)
+        or "|" in record
+    ):
         raise InvalidEntry(f"record is not a {MARK} line")
     return OutboxEntry(m.group(1), doc["field"], record, _time(doc["queued_at"], "queued_at"))
 
@@ -133,8 +138,7 @@ class Outbox:
     def release(self, job_id: str) -> None:
         """Drop the job's reservation (nothing to annotate); a queued entry is left alone."""
         with self._dir() as fd, contextlib.suppress(OSError, InvalidEntry):
-            if isinstance(parse_entry(f"{job_id}.json", read_at(fd, f"{job_id}.json", MAX_ENTRY_BYTES)),
-                          Reservation):
+            if isinstance(parse_entry(f"{job_id}.json", read_at(fd, f"{job_id}.json", MAX_ENTRY_BYTES)), Reservation):
                 os.unlink(f"{job_id}.json", dir_fd=fd)
 
     def remove(self, entry: OutboxEntry) -> None:

@@ -1,14 +1,14 @@
 """Timeline + node facts -> Diagnosis, in the order of log-signatures §8.
 
-  1. A job Slurm reports COMPLETED 0:0 succeeded, whatever its logs say.
-  2. Primary events (crashes, fatal Xids, OOM kills, link failures, Slurm ending the job) before
-     the first symptom's report are the candidates; crashes in NCCL teardown are consequences.
-     Of faults the clocks cannot order, the earliest estimate wins; the others are listed under
-     `details.concurrent`. A node's death outranks the link errors it causes (§8.5).
-  3. A crash is a checkpoint crash inside a save window or with writer frames on its stack, never
-     when a DataLoader worker crashed; CDMM comes from the crashed node's own facts.
-  4. Otherwise the first symptom decides; otherwise Slurm's state and exit code.
-  5. A single-node job's root node is that node whenever the label has a root.
+1. A job Slurm reports COMPLETED 0:0 succeeded, whatever its logs say.
+2. Primary events (crashes, fatal Xids, OOM kills, link failures, Slurm ending the job) before
+   the first symptom's report are the candidates; crashes in NCCL teardown are consequences.
+   Of faults the clocks cannot order, the earliest estimate wins; the others are listed under
+   `details.concurrent`. A node's death outranks the link errors it causes (§8.5).
+3. A crash is a checkpoint crash inside a save window or with writer frames on its stack, never
+   when a DataLoader worker crashed; CDMM comes from the crashed node's own facts.
+4. Otherwise the first symptom decides; otherwise Slurm's state and exit code.
+5. A single-node job's root node is that node whenever the label has a root.
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
     primaries = [e for e in ctx.events if ctx.is_primary(e)]
     symptoms = [e for e in ctx.events if ctx.is_symptom(e)]
     if job.state == "COMPLETED" and job.exit_status == (0, 0) and job.derived_status == (0, 0):
-        verdict = Verdict("completed", "success", None, None, None, [],
-                          details={"ignored_events": len(primaries) + len(symptoms)})
+        verdict = Verdict(
+            "completed", "success", None, None, None, [], details={"ignored_events": len(primaries) + len(symptoms)}
+        )
         return _assemble(ctx, timeline, verdict, [])
 
     first_symptom = symptoms[0] if symptoms else None
@@ -72,8 +73,12 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
     death = next((e for e in primaries if ctx.has(e, "node_death")), None)
     # A crash is a consequence when any sighting of it is (the kernel line names the watchdog thread,
     # the srun line names nothing): judge each crash with all its sightings.
-    teardown = {id(e) for f in _faults(ctx, [p for p in primaries if ctx.has(p, "crash")])
-                if any(consequence(e) for e in f) for e in f}
+    teardown = {
+        id(e)
+        for f in _faults(ctx, [p for p in primaries if ctx.has(p, "crash")])
+        if any(consequence(e) for e in f)
+        for e in f
+    }
 
     def counts(p: Event) -> bool:
         if id(p) in teardown:
@@ -187,10 +192,24 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
         first_fault["node"] = first_fault["node"] or v.node
         first_fault["rank"] = v.rank if first_fault["rank"] is None else first_fault["rank"]
     if v.basis == "state":  # Slurm's own record is the first (and only) fault we know of
-        first_fault = {"time": iso(job.end), "kind": v.label, "node": None, "rank": None, "source": "job.json",
-                       "line": f"state={job.state} exit_code={job.exit_code} derived_exit_code={job.derived_exit_code}"}
+        first_fault = {
+            "time": iso(job.end),
+            "kind": v.label,
+            "node": None,
+            "rank": None,
+            "source": "job.json",
+            "line": f"state={job.state} exit_code={job.exit_code} derived_exit_code={job.derived_exit_code}",
+        }
     return Diagnosis(
-        job_id=job.job_id, label=v.label, summary=wording.summary(v, job, facts, summary_node),
-        root_node=v.node, root_rank=v.rank, first_fault=first_fault,
-        evidence=[event_record(e) for e in ordered[:MAX_EVIDENCE]], advice=wording.advice(v, ctx.pack, job, facts),
-        facts=facts.to_dict() if facts else {}, details=v.details, skipped=notes)
+        job_id=job.job_id,
+        label=v.label,
+        summary=wording.summary(v, job, facts, summary_node),
+        root_node=v.node,
+        root_rank=v.rank,
+        first_fault=first_fault,
+        evidence=[event_record(e) for e in ordered[:MAX_EVIDENCE]],
+        advice=wording.advice(v, ctx.pack, job, facts),
+        facts=facts.to_dict() if facts else {},
+        details=v.details,
+        skipped=notes,
+    )

@@ -36,9 +36,11 @@ def following(ctx: Context, sightings: list[Event], trait: str) -> list[Event]:
     """
     span = ctx.pack.ordering.frame_lines
     heads = [s for s in sightings if s.source.startswith("logs/")]
-    return [ev for ev in ctx.with_trait(trait)
-            if any(s.source == ev.source and s.task == ev.task and 0 < ev.line_no - s.line_no <= span
-                   for s in heads)]
+    return [
+        ev
+        for ev in ctx.with_trait(trait)
+        if any(s.source == ev.source and s.task == ev.task and 0 < ev.line_no - s.line_no <= span for s in heads)
+    ]
 
 
 class Consequences:
@@ -61,8 +63,14 @@ class Consequences:
     def last_failure_before(self, rank: int, crash: Event) -> Event | None:
         """The rank's NCCL/IB failure shortly before the crash (within the pack's teardown_s)."""
         span = timedelta(seconds=self.ctx.pack.ordering.teardown_s)
-        return next((f for f in reversed(self.failures.get(rank, [])) if self.ctx.order.precedes(f, crash) is True
-                     and self.ctx.order.near(f, crash, span)), None)
+        return next(
+            (
+                f
+                for f in reversed(self.failures.get(rank, []))
+                if self.ctx.order.precedes(f, crash) is True and self.ctx.order.near(f, crash, span)
+            ),
+            None,
+        )
 
 
 def collect_crash(ctx: Context, fault: Event) -> Crash:
@@ -76,7 +84,8 @@ def collect_crash(ctx: Context, fault: Event) -> Crash:
         if node and e.node and e.node != node:
             return False
         return ctx.order.coincide(e, fault, ctx.merge_span) and (
-            node is None or e.node == node or e.source == fault.source)
+            node is None or e.node == node or e.source == fault.source
+        )
 
     sightings = [e for e in ctx.events if e is fault or same_crash(e)]
     entry = _summary_entry(ctx, sightings)
@@ -85,8 +94,9 @@ def collect_crash(ctx: Context, fault: Event) -> Crash:
     else:
         rank = next((e.rank for e in sightings if e.rank is not None), None)
         if rank is None:
-            rank = next((r for e in sightings if (r := ctx.ranks.rank_of_pid(e.node, e.fields.get("pid")))
-                         is not None), None)
+            rank = next(
+                (r for e in sightings if (r := ctx.ranks.rank_of_pid(e.node, e.fields.get("pid"))) is not None), None
+            )
         node = next((e.node for e in sightings if e.node), None) or ctx.ranks.node_of(rank)
     frames = following(ctx, sightings, "checkpoint_frame")
     save_start = next((s for e in sightings if (s := open_save(ctx, e))), None)

@@ -138,5 +138,9 @@ def _torchrun_entries(lines: list[Event]) -> list[TorchrunEntry]:
 
 def _starts_new(entry: TorchrunEntry, ev: Event, host: str | None, code: int | None) -> bool:
     """A line too far from the entry, or one that would overwrite a value it already has."""
-    return (ev.line_no - entry.first_line > _ENTRY_SPAN or bool(host and entry.host)
-            or ("rank" in ev.fields and entry.rank is not None) or (code is not None and entry.code is not None))
+    return (
+        ev.line_no - entry.first_line > _ENTRY_SPAN
+        or bool(host and entry.host)
+        or ("rank" in ev.fields and entry.rank is not None)
+        or (code is not None and entry.code is not None)
+    )

@@ -35,8 +35,16 @@ def iso(t: datetime | None) -> str | None:
 
 
 def event_record(ev: Event) -> dict[str, Any]:
-    return {"time": iso(ev.when), "time_exact": ev.time is not None, "kind": ev.family, "rule": ev.rule.name,
-            "node": ev.node, "rank": ev.rank, "source": f"{ev.source}:{ev.line_no}", "line": ev.text}
+    return {
+        "time": iso(ev.when),
+        "time_exact": ev.time is not None,
+        "kind": ev.family,
+        "rule": ev.rule.name,
+        "node": ev.node,
+        "rank": ev.rank,
+        "source": f"{ev.source}:{ev.line_no}",
+        "line": ev.text,
+    }
 
 
 def fault_record(ev: Event) -> dict[str, Any]:

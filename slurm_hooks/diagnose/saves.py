@@ -26,7 +26,8 @@ def open_save(ctx: Context, crash: Event) -> Event | None:
     if any(ctx.has(m, "save_end") and order.precedes(m, crash) is not False for m in later):
         return None
     is_async = ctx.has(start, "async_save") or any(
-        ctx.has(m, "async_save") and order.precedes(m, crash) is not False for m in later)
+        ctx.has(m, "async_save") and order.precedes(m, crash) is not False for m in later
+    )
     if not is_async and _trained_since(ctx, start, crash):
         return None
     return start
@@ -35,8 +36,9 @@ def open_save(ctx: Context, crash: Event) -> Event | None:
 def _trained_since(ctx: Context, start: Event, crash: Event) -> bool:
     """The start marker's rank logged a training iteration after it, before the crash."""
     same_file = crash.source == start.source
-    found = progress_after(ctx.bundle.root, start, ctx.pack.progress, ctx.bundle.job,
-                           until_line=crash.line_no if same_file else None)
+    found = progress_after(
+        ctx.bundle.root, start, ctx.pack.progress, ctx.bundle.job, until_line=crash.line_no if same_file else None
+    )
     if found is None:
         return False
     _, when = found

@@ -10,8 +10,14 @@ from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Crash
 from slurm_hooks.timeline.events import Event
 
-_STATE_LABEL = {"TIMEOUT": "time_limit", "CANCELLED": "cancelled", "PREEMPTED": "preempted",
-                "REQUEUED": "preempted", "NODE_FAIL": "node_fail", "OUT_OF_MEMORY": "oom_killed"}
+_STATE_LABEL = {
+    "TIMEOUT": "time_limit",
+    "CANCELLED": "cancelled",
+    "PREEMPTED": "preempted",
+    "REQUEUED": "preempted",
+    "NODE_FAIL": "node_fail",
+    "OUT_OF_MEMORY": "oom_killed",
+}
 
 
 @dataclass(frozen=True)
@@ -49,10 +55,16 @@ def crash_verdict(fault: Event, crash: Crash, cdmm: str, after: Seen | None) -> 
         label = "app_segfault"
     else:  # CDMM is read from the crashed node's own facts only (§8.15)
         label = "cdmm_checkpoint_segfault" if cdmm == "on" else "checkpoint_segfault"
-    evidence = [*crash.sightings, *crash.frames[:8], *([crash.save_start] if crash.save_start else []),
-                *([after.first] if after else [])]
-    details: dict[str, Any] = {"in_save_window": crash.save_start is not None,
-                               "crash_frames": sorted({f.fields.get("func", "") for f in crash.frames} - {""})}
+    evidence = [
+        *crash.sightings,
+        *crash.frames[:8],
+        *([crash.save_start] if crash.save_start else []),
+        *([after.first] if after else []),
+    ]
+    details: dict[str, Any] = {
+        "in_save_window": crash.save_start is not None,
+        "crash_frames": sorted({f.fields.get("func", "") for f in crash.frames} - {""}),
+    }
     if crash.child:
         details["crashed_process"] = crash.child
     return Verdict("crash", label, fault, crash.node, crash.rank, evidence, details, after, crash)
@@ -60,12 +72,19 @@ def crash_verdict(fault: Event, crash: Crash, cdmm: str, after: Seen | None) -> 
 
 def hardware_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict:
     """A fatal Xid, a link failure, an OOM kill or Slurm ending the job, with its other sightings."""
-    related = [e for e in ctx.events if e is not fault and e.family == fault.family and ctx.is_primary(e)
-               and ctx.order.near(e, fault, ctx.merge_span)]
+    related = [
+        e
+        for e in ctx.events
+        if e is not fault
+        and e.family == fault.family
+        and ctx.is_primary(e)
+        and ctx.order.near(e, fault, ctx.merge_span)
+    ]
     sightings = [fault, *related]
     # A line that names its node itself outranks one placed on a node by its srun task.
     node = next((e.node for e in sightings if "node" in e.fields), None) or next(
-        (e.node for e in sightings if e.node), None)
+        (e.node for e in sightings if e.node), None
+    )
     details: dict[str, Any] = {}
     evidence = [*sightings[:6]]
     if ctx.has(fault, "xid"):
@@ -84,8 +103,12 @@ def hardware_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict:
 def _gpu_user(ctx: Context, xid: Event, node: str | None) -> Event | None:
     """The CUDA error of the rank on the failing GPU: on the Xid's node, right after it (§8.16)."""
     for ev in ctx.with_trait("gpu_error"):
-        if ev.rank is not None and ev.node == node and ctx.order.precedes(ev, xid) is not True \
-                and ctx.order.near(ev, xid, ctx.merge_span):
+        if (
+            ev.rank is not None
+            and ev.node == node
+            and ctx.order.precedes(ev, xid) is not True
+            and ctx.order.near(ev, xid, ctx.merge_span)
+        ):
             return ev
     return None
 

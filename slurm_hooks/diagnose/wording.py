@@ -36,9 +36,15 @@ def summary(v: Verdict, job: JobInfo, facts: NodeFacts | None, node: str | None)
 def _crash(v: Verdict, facts: NodeFacts | None) -> str:
     crash = v.crash
     assert crash is not None
-    stack = ", ".join(p for p in (facts.gpu_model if facts else None,
-                                  f"driver {facts.driver_version}" if facts and facts.driver_version else None,
-                                  f"CDMM {facts.cdmm}" if facts and facts.cdmm != "unknown" else None) if p)
+    stack = ", ".join(
+        p
+        for p in (
+            facts.gpu_model if facts else None,
+            f"driver {facts.driver_version}" if facts and facts.driver_version else None,
+            f"CDMM {facts.cdmm}" if facts and facts.cdmm != "unknown" else None,
+        )
+        if p
+    )
     crc = [f for f in crash.frames if "func" in f.fields and f.rule.family == "crc_frame"]
     funcs = [name for f in (crc or crash.frames) if (name := _function(f.fields.get("func", "")))]
     text = who(v.rank, v.node, crash.child) + (f" ({stack})" if stack else "") + " segfaulted"
@@ -74,8 +80,15 @@ def _primary(v: Verdict, node: str | None) -> str:
     elif v.label == "node_fail":
         text = (f"Node {node} failed" if node else "A node failed") + at
     else:
-        text = {"time_limit": "Slurm ended the job at its time limit", "preempted": "Slurm preempted the job",
-                "cancelled": "The job was cancelled"}.get(v.label, "A fault was logged") + on + at
+        text = (
+            {
+                "time_limit": "Slurm ended the job at its time limit",
+                "preempted": "Slurm preempted the job",
+                "cancelled": "The job was cancelled",
+            }.get(v.label, "A fault was logged")
+            + on
+            + at
+        )
     return text + _afterwards(v.after)
 
 
@@ -93,8 +106,14 @@ def _symptom(v: Verdict) -> str:
 
 
 def _state(label: str, job: JobInfo) -> str:
-    codes = ", ".join(p for p in (f"exit {job.exit_code}" if job.exit_code else "",
-                                  f"derived {job.derived_exit_code}" if job.derived_exit_code else "") if p)
+    codes = ", ".join(
+        p
+        for p in (
+            f"exit {job.exit_code}" if job.exit_code else "",
+            f"derived {job.derived_exit_code}" if job.derived_exit_code else "",
+        )
+        if p
+    )
     if label == "success":
         return "Slurm reports COMPLETED with exit 0 and no failure signature was found"
     if label == "app_segfault":
@@ -138,16 +157,28 @@ def _ranks(ranks: list[int]) -> str:
 
 def advice(v: Verdict, pack: RulePack, job: JobInfo, facts: NodeFacts | None) -> list[str]:
     values: dict[str, Any] = {
-        "node": v.node, "rank": v.rank, "who": who(v.rank, v.node, v.crash.child if v.crash else None),
-        "xid": v.details.get("xid"), "state": job.state or None,
-        "versions": ", ".join(facts.versions()) if facts and facts.versions() else None}
+        "node": v.node,
+        "rank": v.rank,
+        "who": who(v.rank, v.node, v.crash.child if v.crash else None),
+        "xid": v.details.get("xid"),
+        "state": job.state or None,
+        "versions": ", ".join(facts.versions()) if facts and facts.versions() else None,
+    }
     if facts:
-        values.update(driver=facts.driver_version, cuda_driver=facts.cuda_driver_version, ncore=facts.ncore_version,
-                      gpu_model=facts.gpu_model, cdmm=None if facts.cdmm == "unknown" else facts.cdmm)
+        values.update(
+            driver=facts.driver_version,
+            cuda_driver=facts.cuda_driver_version,
+            ncore=facts.ncore_version,
+            gpu_model=facts.gpu_model,
+            cdmm=None if facts.cdmm == "unknown" else facts.cdmm,
+        )
     known = {k: val for k, val in values.items() if val is not None and val != ""}
     holds = _conditions(v, pack)
-    return [text for line in pack.advice.get(v.label, ()) if (line.when is None or line.when in holds)
-            and (text := _render(line, known)) is not None]
+    return [
+        text
+        for line in pack.advice.get(v.label, ())
+        if (line.when is None or line.when in holds) and (text := _render(line, known)) is not None
+    ]
 
 
 def _conditions(v: Verdict, pack: RulePack) -> set[str]:

@@ -30,10 +30,17 @@ __all__ = ["DoctorDeps", "Finding", "doctor", "main", "real_deps", "report", "ru
 
 def run_checks(path: Path | None, hooks_dir: Path, deps: DoctorDeps) -> list[Finding]:
     config, found = check_config(path)
-    return [found, check_dir("state_dir", config.state_dir), check_dir("spool_dir", config.spool_dir),
-            check_hooks(hooks_dir, config, deps),
-            check_slurm(config, deps), check_nvml(config, deps), check_kernel_log(config, deps),
-            check_outbox(config), check_metrics(config)]
+    return [
+        found,
+        check_dir("state_dir", config.state_dir),
+        check_dir("spool_dir", config.spool_dir),
+        check_hooks(hooks_dir, config, deps),
+        check_slurm(config, deps),
+        check_nvml(config, deps),
+        check_kernel_log(config, deps),
+        check_outbox(config),
+        check_metrics(config),
+    ]
 
 
 def report(findings: list[Finding]) -> str:
@@ -44,8 +51,11 @@ def report(findings: list[Finding]) -> str:
             lines.append(f"{'':17} fix: {f.fix}")
     fails = sum(f.status == "fail" for f in findings)
     warns = sum(f.status == "warn" for f in findings)
-    lines.append(f"{fails} misconfiguration(s) to fix, {warns} warning(s)" if fails
-                 else f"no misconfiguration; {warns} warning(s)")
+    lines.append(
+        f"{fails} misconfiguration(s) to fix, {warns} warning(s)"
+        if fails
+        else f"no misconfiguration; {warns} warning(s)"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -58,8 +68,7 @@ def real_deps() -> DoctorDeps:
         choice = select(config)
         return f"{choice.backend} ({choice.reason})"
 
-    return DoctorDeps(gpu=NvmlQuery(2.0), run=lambda argv, t: run_bounded(argv, t, env=TOOL_ENV),
-                      slurm_backend=backend)
+    return DoctorDeps(gpu=NvmlQuery(2.0), run=lambda argv, t: run_bounded(argv, t, env=TOOL_ENV), slurm_backend=backend)
 
 
 def doctor(path: Path | None, hooks_dir: Path, deps: DoctorDeps) -> tuple[str, int]:

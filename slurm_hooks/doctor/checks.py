@@ -71,21 +71,34 @@ def check_dir(name: str, directory: str) -> Finding:
         parent = next((p for p in path.parents if p.exists()), Path("/"))
         why = _writable(parent) if parent.is_dir() else f"{parent} is not a directory"
         if why:
-            return Finding(name, "fail", f"{directory} is missing and cannot be created ({parent}: {why})",
-                           f"point {name} at a writable local directory, or {make}")
+            return Finding(
+                name,
+                "fail",
+                f"{directory} is missing and cannot be created ({parent}: {why})",
+                f"point {name} at a writable local directory, or {make}",
+            )
         return Finding(name, "warn", f"{directory} is missing (the first hook run creates it)", make)
     if not path.is_dir():
         return Finding(name, "fail", f"{directory} is not a directory", f"point {name} elsewhere, or {make}")
     if why := _writable(path):
-        return Finding(name, "fail", f"{directory} is not writable: {why}",
-                       f"make it a writable local directory (not read-only, not /tmp on SUNK): {make}")
+        return Finding(
+            name,
+            "fail",
+            f"{directory} is not writable: {why}",
+            f"make it a writable local directory (not read-only, not /tmp on SUNK): {make}",
+        )
     st = path.stat()
     if st.st_uid not in (0, os.geteuid()):
-        return Finding(name, "fail", f"{directory} belongs to uid {st.st_uid}, not root",
-                       f"chown root {shlex.quote(directory)}")
+        return Finding(
+            name, "fail", f"{directory} belongs to uid {st.st_uid}, not root", f"chown root {shlex.quote(directory)}"
+        )
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return Finding(name, "fail", f"{directory} has mode {stat.S_IMODE(st.st_mode):04o}: users could plant "
-                       "files the root hooks read", f"chmod go-w {shlex.quote(directory)}")
+        return Finding(
+            name,
+            "fail",
+            f"{directory} has mode {stat.S_IMODE(st.st_mode):04o}: users could plant files the root hooks read",
+            f"chmod go-w {shlex.quote(directory)}",
+        )
     return Finding(name, "ok", f"{directory} present, owned by uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}")
 
 
@@ -118,42 +131,72 @@ def check_hooks(hooks_dir: Path, config: Config, deps: DoctorDeps) -> Finding:
     prolog = hooks_dir / "slurm-hooks-prolog"
     install = f"slurm-hooks install-hooks --dest {hooks_dir}"
     if not prolog.is_file():
-        return Finding("hooks", "warn", f"no hook scripts in {hooks_dir}",
-                       f"{install}, then add {hooks_dir}/slurm.conf.snippet to slurm.conf (or --hooks-dir DIR)")
+        return Finding(
+            "hooks",
+            "warn",
+            f"no hook scripts in {hooks_dir}",
+            f"{install}, then add {hooks_dir}/slurm.conf.snippet to slurm.conf (or --hooks-dir DIR)",
+        )
     python, config_file = _installed_args(prolog)
     if config_file:
         install += f" --config {config_file}"
     if not os.access(python, os.X_OK):
-        return Finding("hooks", "fail", f"the hooks run {python or '(no interpreter found)'}, which is not there",
-                       f"{install} --python /path/to/venv/bin/python")
+        return Finding(
+            "hooks",
+            "fail",
+            f"the hooks run {python or '(no interpreter found)'}, which is not there",
+            f"{install} --python /path/to/venv/bin/python",
+        )
     paths = _paths_of(python, deps)
     if isinstance(paths, str):
-        return Finding("hooks", "fail", f"the hooks' interpreter {python} cannot run this slurm_hooks: {paths}",
-                       f"reinstall slurm-hooks into that environment (make install), then {install}")
+        return Finding(
+            "hooks",
+            "fail",
+            f"the hooks' interpreter {python} cannot run this slurm_hooks: {paths}",
+            f"reinstall slurm-hooks into that environment (make install), then {install}",
+        )
     expected = hook_files(hooks_dir, python, config, config_file, paths)
-    differ = [str(p.relative_to(hooks_dir)) for p, text in expected.items()
-              if not p.is_file() or p.read_text(errors="replace") != text]
+    differ = [
+        str(p.relative_to(hooks_dir))
+        for p, text in expected.items()
+        if not p.is_file() or p.read_text(errors="replace") != text
+    ]
     if differ:
-        return Finding("hooks", "fail", f"{', '.join(differ)} in {hooks_dir} differ from this install and config",
-                       f"{install} --python {python}")
+        return Finding(
+            "hooks",
+            "fail",
+            f"{', '.join(differ)} in {hooks_dir} differ from this install and config",
+            f"{install} --python {python}",
+        )
     return Finding("hooks", "ok", f"{len(expected)} files in {hooks_dir} match this install ({python})")
 
 
 def check_slurm(config: Config, deps: DoctorDeps) -> Finding:
     backend = deps.slurm_backend(config)
-    missing = [c for c in ("scontrol", "sacct", "sacctmgr")
-               if not any(os.access(f"{d}/{c}", os.X_OK) for d in TOOL_ENV["PATH"].split(":"))]
+    missing = [
+        c
+        for c in ("scontrol", "sacct", "sacctmgr")
+        if not any(os.access(f"{d}/{c}", os.X_OK) for d in TOOL_ENV["PATH"].split(":"))
+    ]
     if missing:
-        return Finding("slurm", "warn", f"backend {backend}; not on the hooks' PATH: {', '.join(missing)}",
-                       "install Slurm's client commands (Debian: slurm-client) in /usr/bin")
+        return Finding(
+            "slurm",
+            "warn",
+            f"backend {backend}; not on the hooks' PATH: {', '.join(missing)}",
+            "install Slurm's client commands (Debian: slurm-client) in /usr/bin",
+        )
     try:
         out = deps.run(["scontrol", "ping"], config.budgets.command_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Finding("slurm", "warn", f"backend {backend}; scontrol ping: {exc}", "check slurmctld and munge")
     text = out.stdout.decode(errors="replace").strip().replace("\n", "; ")
     if out.returncode != 0 or "UP" not in text:
-        return Finding("slurm", "warn", f"backend {backend}; slurmctld not answering: {text or out.returncode}",
-                       "annotations wait in the outbox until it is back; check slurmctld and munge")
+        return Finding(
+            "slurm",
+            "warn",
+            f"backend {backend}; slurmctld not answering: {text or out.returncode}",
+            "annotations wait in the outbox until it is back; check slurmctld and munge",
+        )
     return Finding("slurm", "ok", f"backend {backend}; {text}")
 
 
@@ -163,11 +206,18 @@ def check_nvml(config: Config, deps: DoctorDeps) -> Finding:
         info = deps.gpu.query()
     except GpuQueryError as exc:
         if has_driver:
-            return Finding("nvml", "warn", f"a driver is loaded but NVML is not usable: {exc}",
-                           "make libnvidia-ml.so.1 visible to slurmd (SUNK: the NVIDIA container runtime)")
+            return Finding(
+                "nvml",
+                "warn",
+                f"a driver is loaded but NVML is not usable: {exc}",
+                "make libnvidia-ml.so.1 visible to slurmd (SUNK: the NVIDIA container runtime)",
+            )
         return Finding("nvml", "warn", f"no GPU here: {exc}", "nothing, on a node without GPUs")
-    return Finding("nvml", "ok", f"driver {info.driver_version}, CUDA {info.cuda_driver_version}, "
-                   f"{info.gpu_count} x {info.gpu_model}")
+    return Finding(
+        "nvml",
+        "ok",
+        f"driver {info.driver_version}, CUDA {info.cuda_driver_version}, {info.gpu_count} x {info.gpu_model}",
+    )
 
 
 def check_kernel_log(config: Config, deps: DoctorDeps) -> Finding:
@@ -175,8 +225,12 @@ def check_kernel_log(config: Config, deps: DoctorDeps) -> Finding:
     if configured:
         if os.access(configured, os.R_OK):
             return Finding("kernel_log", "ok", f"{configured} readable (kernel_log_file)")
-        return Finding("kernel_log", "fail", f"kernel_log_file {configured} is not readable",
-                       "point kernel_log_file at this node's kernel log, or remove the key")
+        return Finding(
+            "kernel_log",
+            "fail",
+            f"kernel_log_file {configured} is not readable",
+            "point kernel_log_file at this node's kernel log, or remove the key",
+        )
     try:
         if deps.run(["journalctl", "-k", "-n", "1", "-q"], config.budgets.command_s).returncode == 0:
             return Finding("kernel_log", "ok", "journalctl -k answers")
@@ -185,9 +239,13 @@ def check_kernel_log(config: Config, deps: DoctorDeps) -> Finding:
     try:
         os.close(os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK))
     except OSError as exc:
-        return Finding("kernel_log", "warn", f"neither journalctl -k nor /dev/kmsg ({exc.strerror}): diagnoses "
-                       "miss kernel lines (segfaults, Xids, OOM kills)",
-                       "run the Epilog as root with /dev/kmsg (SUNK: mount the host's /dev/kmsg)")
+        return Finding(
+            "kernel_log",
+            "warn",
+            f"neither journalctl -k nor /dev/kmsg ({exc.strerror}): diagnoses "
+            "miss kernel lines (segfaults, Xids, OOM kills)",
+            "run the Epilog as root with /dev/kmsg (SUNK: mount the host's /dev/kmsg)",
+        )
     return Finding("kernel_log", "ok", "/dev/kmsg readable")
 
 
@@ -198,8 +256,12 @@ def check_outbox(config: Config) -> Finding:
         return Finding("outbox", "ok", "empty: every annotation reached accounting")
     age = time.time() - oldest
     status = "warn" if age > OUTBOX_STALE_S else "ok"
-    return Finding("outbox", status, f"{depth} annotation(s) waiting, the oldest for {age / 60:.0f} min",
-                   "slurm-hooks flush; if it keeps failing, check slurmdbd" if status == "warn" else "")
+    return Finding(
+        "outbox",
+        status,
+        f"{depth} annotation(s) waiting, the oldest for {age / 60:.0f} min",
+        "slurm-hooks flush; if it keeps failing, check slurmdbd" if status == "warn" else "",
+    )
 
 
 def check_metrics(config: Config) -> Finding:
@@ -207,6 +269,10 @@ def check_metrics(config: Config) -> Finding:
         return Finding("metrics", "ok", "off (metrics_file is empty)")
     folder = os.path.dirname(config.metrics_file)
     if not os.path.isdir(folder):
-        return Finding("metrics", "warn", f"{folder} does not exist: no metrics file is written",
-                       "run node_exporter with --collector.textfile.directory there, or set metrics_file")
+        return Finding(
+            "metrics",
+            "warn",
+            f"{folder} does not exist: no metrics file is written",
+            "run node_exporter with --collector.textfile.directory there, or set metrics_file",
+        )
     return Finding("metrics", "ok", f"written to {config.metrics_file}")

@@ -69,8 +69,12 @@ class NvmlQuery:
         call(self.timeout, nvml.init)
         try:
             count = int(call(self.timeout, nvml.device_count))
-            return GpuInfo(call(self.timeout, nvml.driver_version), call(self.timeout, nvml.cuda_driver_version),
-                           call(self.timeout, nvml.device_name, 0) if count else None, count)
+            return GpuInfo(
+                call(self.timeout, nvml.driver_version),
+                call(self.timeout, nvml.cuda_driver_version),
+                call(self.timeout, nvml.device_name, 0) if count else None,
+                count,
+            )
         finally:
             with contextlib.suppress(GpuQueryError):
                 call(self.timeout, nvml.shutdown)

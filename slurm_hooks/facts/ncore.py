@@ -16,8 +16,7 @@ def _first_line(text: str) -> str | None:
     return line[:MAX_VERSION] if line else None
 
 
-def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: float,
-               errors: list[str]) -> str | None:
+def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: float, errors: list[str]) -> str | None:
     """The first source that yields a version wins; each failure is recorded in `errors`."""
     for src in sources:
         try:

@@ -56,8 +56,13 @@ def slurm_client(config: Config, log: Log | None = None) -> Slurm:
 
 def real_deps(config: Config, log: Log) -> EpilogDeps:
     return EpilogDeps(
-        slurm=slurm_client(config, log), spool=Spool(config.spool_dir), outbox=Outbox(Path(config.spool_dir)),
+        slurm=slurm_client(config, log),
+        spool=Spool(config.spool_dir),
+        outbox=Outbox(Path(config.spool_dir)),
         gpu=NvmlQuery(config.budgets.nvml_call_s),
         kernel=kernel_log_for(config.kernel_log_file, config.budgets.command_s),
-        clock=SystemClock(), log=log, node=node_name(), metrics=Metrics(config.state_dir, config.metrics_file),
+        clock=SystemClock(),
+        log=log,
+        node=node_name(),
+        metrics=Metrics(config.state_dir, config.metrics_file),
     )

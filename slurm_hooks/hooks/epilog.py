@@ -39,8 +39,9 @@ def main(env: Mapping[str, str] | None = None) -> int:
             log.info("state_removed")
 
     outbox = os.path.join(config.spool_dir, "outbox")
-    return run_guarded(log, config.budgets.epilog_s, body,
-                       hook_recorder(config.state_dir, config.metrics_file, "epilog", outbox))
+    return run_guarded(
+        log, config.budgets.epilog_s, body, hook_recorder(config.state_dir, config.metrics_file, "epilog", outbox)
+    )
 
 
 def run_epilog(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
@@ -70,8 +71,9 @@ def run_epilog(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
     deps.log.info("epilog_done", elapsed_s=round(deps.clock.monotonic() - started, 3))
 
 
-def collect_node_part(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any],
-                      with_job_logs: bool) -> None:
+def collect_node_part(
+    ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any], with_job_logs: bool
+) -> None:
     """Facts, kernel lines and (on the lead) the job's logs into the spool, then this node's marker.
 
     A part that cannot be written (disk full, a planted link) is logged; the rest goes on, and
@@ -84,13 +86,20 @@ def collect_node_part(ctx: JobContext, config: Config, deps: EpilogDeps, job: Jo
     kernel_from, logs = "", []
     try:
         deps.spool.bundle_dir(ctx.job_id)
-        kernel_from = write_node_part(deps.spool, ctx.job_id, deps.node, facts,
-                                      job_window(job.record, facts, utc_now(deps.clock)), deps.kernel)
+        kernel_from = write_node_part(
+            deps.spool, ctx.job_id, deps.node, facts, job_window(job.record, facts, utc_now(deps.clock)), deps.kernel
+        )
         if with_job_logs and ctx.uid is not None and ctx.gid is not None:
-            copied = copy_job_logs(deps.spool, ctx.job_id, log_paths(job.record, ctx, deps.node), ctx.uid, ctx.gid,
-                                   config.max_log_read_mb << 20, config.budgets.command_s)
-            logs = [{"path": c.source, "ok": c.ok, "skipped_bytes": c.skipped_bytes, "error": c.error}
-                    for c in copied]
+            copied = copy_job_logs(
+                deps.spool,
+                ctx.job_id,
+                log_paths(job.record, ctx, deps.node),
+                ctx.uid,
+                ctx.gid,
+                config.max_log_read_mb << 20,
+                config.budgets.command_s,
+            )
+            logs = [{"path": c.source, "ok": c.ok, "skipped_bytes": c.skipped_bytes, "error": c.error} for c in copied]
     except OSError as exc:
         deps.log.error("evidence_not_written", error=str(exc))
     try:

@@ -30,8 +30,12 @@ def main(env: Mapping[str, str] | None = None) -> int:
             run_epilog_slurmctld(ctx, config, real_deps(config, log))
 
     outbox = os.path.join(config.spool_dir, "outbox")
-    return run_guarded(log, config.budgets.epilog_s, body,
-                       hook_recorder(config.state_dir, config.metrics_file, "epilog_slurmctld", outbox))
+    return run_guarded(
+        log,
+        config.budgets.epilog_s,
+        body,
+        hook_recorder(config.state_dir, config.metrics_file, "epilog_slurmctld", outbox),
+    )
 
 
 def run_epilog_slurmctld(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:

@@ -25,8 +25,9 @@ def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, Log]
     return config, log
 
 
-def run_guarded(log: Log, budget_s: float, body: Callable[[], None],
-                on_exit: Callable[[float, bool], bool] | None = None) -> int:
+def run_guarded(
+    log: Log, budget_s: float, body: Callable[[], None], on_exit: Callable[[float, bool], bool] | None = None
+) -> int:
     """Run `body`; whatever happens, return 0 within `budget_s` seconds.
 
     `on_exit(seconds, failed)` records the run (metrics.hook_recorder); it must not raise.
@@ -52,8 +53,11 @@ def run_guarded(log: Log, budget_s: float, body: Callable[[], None],
         import traceback
 
         failed = True
-        log.error("hook_failed", error=f"{type(exc).__name__}: {exc}",
-                  where=traceback.extract_tb(exc.__traceback__)[-1].name if exc.__traceback__ else None)
+        log.error(
+            "hook_failed",
+            error=f"{type(exc).__name__}: {exc}",
+            where=traceback.extract_tb(exc.__traceback__)[-1].name if exc.__traceback__ else None,
+        )
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     finish(failed)

@@ -49,8 +49,7 @@ def reserve_outbox_entry(ctx: JobContext, deps: EpilogDeps) -> None:
         deps.log.error("outbox_reserve_failed", error=str(exc))
 
 
-def annotate_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView,
-                 facts: dict[str, Any] | None) -> None:
+def annotate_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any] | None) -> None:
     """Wait (bounded) for every node's part, diagnose the merged bundle, annotate or queue.
 
     The caller reserved the job's outbox entry before any bundle was written (a full disk still
@@ -66,8 +65,14 @@ def annotate_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView
         log.error("job_json_not_written", error=str(exc))
     diagnosis = analyse(ctx.job_id, config, deps, missing)
     label = diagnosis.get("label")
-    log.info("diagnosed", label=label, root_node=diagnosis.get("root_node"), root_rank=diagnosis.get("root_rank"),
-             summary=diagnosis.get("summary"), missing_nodes=missing)
+    log.info(
+        "diagnosed",
+        label=label,
+        root_node=diagnosis.get("root_node"),
+        root_rank=diagnosis.get("root_rank"),
+        summary=diagnosis.get("summary"),
+        missing_nodes=missing,
+    )
     if deps.metrics is not None and not deps.metrics.diagnosis(str(label)):
         log.warning("metrics_not_written")
     try:
@@ -79,8 +84,12 @@ def annotate_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView
         log.info("annotation_skipped", mode=mode, label=label)
         deps.outbox.release(ctx.job_id)
         return
-    entry = OutboxEntry(job_id=ctx.job_id, field=config.annotation.field, queued_at=deps.clock.time(),
-                        record=encode(diagnosis, ctx.exit_code or job.record.exit_code, job.record.state))
+    entry = OutboxEntry(
+        job_id=ctx.job_id,
+        field=config.annotation.field,
+        queued_at=deps.clock.time(),
+        record=encode(diagnosis, ctx.exit_code or job.record.exit_code, job.record.state),
+    )
     annotate_or_queue(entry, deps, wait_s=min(ACCOUNTING_WAIT_S, config.budgets.epilog_s / 4))
 
 
@@ -97,8 +106,12 @@ def annotate_or_queue(entry: OutboxEntry, deps: EpilogDeps, wait_s: float) -> No
     if outcome == "settled" and queued:
         deps.outbox.remove(entry)
     elif outcome != "settled" and not queued:
-        deps.log.error("annotation_lost", annotated_job=entry.job_id, record=entry.record,
-                       reason=f"outbox not writable and accounting {outcome.replace('_', ' ')}")
+        deps.log.error(
+            "annotation_lost",
+            annotated_job=entry.job_id,
+            record=entry.record,
+            reason=f"outbox not writable and accounting {outcome.replace('_', ' ')}",
+        )
 
 
 def wait_for_parts(job_id: str, nodes: tuple[str, ...], wait_s: float, deps: EpilogDeps) -> list[str]:
@@ -124,22 +137,35 @@ def analyse(job_id: str, config: Config, deps: EpilogDeps, missing: list[str]) -
         result = deps.diagnose(deps.spool.bundle_dir(job_id), config)
     except Exception as exc:  # a bug or hostile input must not cost the job its annotation
         deps.log.error("diagnosis_failed", error=f"{type(exc).__name__}: {exc}")
-        result = {"job_id": job_id, "label": "unknown", "summary": "diagnosis failed (see the hook log)",
-                  "root_node": None, "root_rank": None, "facts": {}, "skipped": []}
+        result = {
+            "job_id": job_id,
+            "label": "unknown",
+            "summary": "diagnosis failed (see the hook log)",
+            "root_node": None,
+            "root_rank": None,
+            "facts": {},
+            "skipped": [],
+        }
     if missing:
-        result["skipped"].append(f"no evidence from node(s) {', '.join(missing)} within "
-                                 f"{config.budgets.merge_wait_s:g}s")
+        result["skipped"].append(
+            f"no evidence from node(s) {', '.join(missing)} within {config.budgets.merge_wait_s:g}s"
+        )
     return result
 
 
 def flush_backlog(config: Config, deps: EpilogDeps, started: float) -> None:
     """Earlier jobs' queued annotations, within what is left of this hook's budget; then retention."""
     left = config.budgets.epilog_s - (deps.clock.monotonic() - started)
-    tally = deliver_backlog(deps.outbox, deps.slurm, deps.log, deps.clock, budget_s=max(0.0, min(left - 2, 10.0)),
-                            retention_days=config.retention_days)
+    tally = deliver_backlog(
+        deps.outbox,
+        deps.slurm,
+        deps.log,
+        deps.clock,
+        budget_s=max(0.0, min(left - 2, 10.0)),
+        retention_days=config.retention_days,
+    )
     if tally.pending:
         deps.log.warning("outbox_pending", count=tally.pending)
     report = deps.spool.prune(config.retention_days, config.spool_max_mb, deps.clock.time())
     if report.removed or report.links_removed or report.failed:
-        deps.log.info("spool_pruned", jobs=report.removed, links_removed=report.links_removed,
-                      failed=report.failed)
+        deps.log.info("spool_pruned", jobs=report.removed, links_removed=report.links_removed, failed=report.failed)

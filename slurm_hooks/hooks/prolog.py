@@ -23,8 +23,16 @@ def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
         facts = collect_facts(config, gpu or NvmlQuery(config.budgets.nvml_call_s))
         gid = env.get("SLURM_JOB_GID")
         where = write_job_state(config.state_dir, job_id, facts, int(gid) if gid and gid.isdigit() else None)
-        log.info("facts_recorded", node=facts["node"], driver=facts["driver_version"], cdmm=facts["cdmm"],
-                 ncore=facts["ncore_version"], errors=facts["errors"], state=str(where))
+        log.info(
+            "facts_recorded",
+            node=facts["node"],
+            driver=facts["driver_version"],
+            cdmm=facts["cdmm"],
+            ncore=facts["ncore_version"],
+            errors=facts["errors"],
+            state=str(where),
+        )
 
-    return run_guarded(log, config.budgets.prolog_s, body,
-                       hook_recorder(config.state_dir, config.metrics_file, "prolog"))
+    return run_guarded(
+        log, config.budgets.prolog_s, body, hook_recorder(config.state_dir, config.metrics_file, "prolog")
+    )

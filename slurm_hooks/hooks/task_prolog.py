@@ -34,7 +34,7 @@ def configured_state_dir(env: dict[str, str]) -> str:
         return DEFAULT_STATE_DIR
     for line in text.splitlines():
         if line.startswith("state_dir:"):
-            value = line[len("state_dir:"):].split(" #")[0].strip()
+            value = line[len("state_dir:") :].split(" #")[0].strip()
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
                 value = value[1:-1]
             return value if value.startswith("/") else DEFAULT_STATE_DIR

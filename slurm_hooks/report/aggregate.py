@@ -13,8 +13,17 @@ from slurm_hooks.report.read import Job
 from slurm_hooks.report.records import BUCKETS, OURS
 
 SCHEMA = "slurm-hooks-report/1"
-NODE_BUCKETS = ((0, "0"), (1, "1"), (2, "2"), (4, "3-4"), (8, "5-8"), (16, "9-16"), (32, "17-32"), (64, "33-64"),
-                (10**9, "65+"))
+NODE_BUCKETS = (
+    (0, "0"),
+    (1, "1"),
+    (2, "2"),
+    (4, "3-4"),
+    (8, "5-8"),
+    (16, "9-16"),
+    (32, "17-32"),
+    (64, "33-64"),
+    (10**9, "65+"),
+)
 RACK_BUCKETS = ((0, "0"), (1, "1"), (2, "2"), (4, "3-4"), (8, "5-8"), (10**9, "9+"))
 UNRECORDED = "(no record)"  # failed, but no record the report may trust
 SAMPLE = 100
@@ -46,8 +55,14 @@ _NODE_NAMES, _RACK_NAMES = _lookup(NODE_BUCKETS), _lookup(RACK_BUCKETS)
 
 
 class Tally:
-    def __init__(self, rack_of: Callable[[str], str], spool: SpoolView, repeat_root_min: int,
-                 details_limit: int = 0, focus: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        rack_of: Callable[[str], str],
+        spool: SpoolView,
+        repeat_root_min: int,
+        details_limit: int = 0,
+        focus: frozenset[str] = frozenset(),
+    ) -> None:
         # --label: rates of these labels among all jobs (filtering the jobs would make every rate 100%)
         self.focus = focus
         self.rack_of, self.spool, self.repeat_min, self.details_limit = rack_of, spool, repeat_root_min, details_limit
@@ -100,8 +115,14 @@ class Tally:
             if len(reason[1]) < SAMPLE:
                 reason[1].append(job.job_id)
         if len(self.details) < self.details_limit:
-            self.details.append({"job_id": job.job_id, "label": label, "state": job.state,
-                                 "diagnosis": self.spool.diagnosis(job.job_id)})
+            self.details.append(
+                {
+                    "job_id": job.job_id,
+                    "label": label,
+                    "state": job.state,
+                    "diagnosis": self.spool.diagnosis(job.job_id),
+                }
+            )
 
     def result(self, window: dict[str, str], filters: dict[str, list[str]]) -> dict[str, Any]:
         labels: Counter[str] = Counter()
@@ -111,27 +132,50 @@ class Tally:
         failed = jobs - labels["success"]
         diagnosed = failed - sum(c for c, _ in self.uncovered.values())
         return {
-            "schema": SCHEMA, "window": window, "filters": filters,
-            "totals": {"jobs": jobs, "succeeded": labels["success"], "failed": failed,
-                       "not_ended": self.not_ended,
-                       "coverage": {"failed": failed, "diagnosed": diagnosed,
-                                    "ratio": round(diagnosed / failed, 4) if failed else 1.0,
-                                    "uncovered": [{"reason": r, "jobs": c, "job_ids": ids}
-                                                  for r, (c, ids) in self.uncovered.items() if c]}},
-            "input": {k: self.inputs[k] for k in ("rows", "unreadable_rows", "no_nodes", "comment_cut",
-                                                   "comment_newline", "comment_delimiter")},
+            "schema": SCHEMA,
+            "window": window,
+            "filters": filters,
+            "totals": {
+                "jobs": jobs,
+                "succeeded": labels["success"],
+                "failed": failed,
+                "not_ended": self.not_ended,
+                "coverage": {
+                    "failed": failed,
+                    "diagnosed": diagnosed,
+                    "ratio": round(diagnosed / failed, 4) if failed else 1.0,
+                    "uncovered": [
+                        {"reason": r, "jobs": c, "job_ids": ids} for r, (c, ids) in self.uncovered.items() if c
+                    ],
+                },
+            },
+            "input": {
+                k: self.inputs[k]
+                for k in ("rows", "unreadable_rows", "no_nodes", "comment_cut", "comment_newline", "comment_delimiter")
+            },
             "records": {b: self.records[b] for b in BUCKETS},
-            "labels": [{"label": lab, "jobs": n, "node_hours": round(self.lost[lab][0], 2) if lab in self.lost else 0.0,
-                        "gpu_hours": round(self.lost[lab][1], 2) if lab in self.lost else 0.0}
-                       for lab, n in sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))
-                       if lab == "success" or self.shown(lab)],
+            "labels": [
+                {
+                    "label": lab,
+                    "jobs": n,
+                    "node_hours": round(self.lost[lab][0], 2) if lab in self.lost else 0.0,
+                    "gpu_hours": round(self.lost[lab][1], 2) if lab in self.lost else 0.0,
+                }
+                for lab, n in sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))
+                if lab == "success" or self.shown(lab)
+            ],
             "configs": self._configs(),
-            "scale": {"nodes": self._scale(3, _NODE_NAMES, NODE_BUCKETS),
-                      "racks": self._scale(4, _RACK_NAMES, RACK_BUCKETS)},
+            "scale": {
+                "nodes": self._scale(3, _NODE_NAMES, NODE_BUCKETS),
+                "racks": self._scale(4, _RACK_NAMES, RACK_BUCKETS),
+            },
             "root_nodes": self._roots(),
             "root_racks": self._root_racks(),
-            "per_day": [{"day": d, "label": lab, "failures": n} for (d, lab), n in sorted(self.per_day.items())
-                        if self.shown(lab)],
+            "per_day": [
+                {"day": d, "label": lab, "failures": n}
+                for (d, lab), n in sorted(self.per_day.items())
+                if self.shown(lab)
+            ],
             "groups": self._groups(),
             "details": self.details,
         }
@@ -150,8 +194,18 @@ class Tally:
             for label, n in sorted(labels.items(), key=lambda kv: -kv[1]):
                 if not self.shown(label):
                     continue
-                out.append({"driver": driver, "cdmm": cdmm, "ncore": ncore, "gpu": gpu, "label": label, "jobs": n,
-                            "config_jobs": total, **rate(n, total)})
+                out.append(
+                    {
+                        "driver": driver,
+                        "cdmm": cdmm,
+                        "ncore": ncore,
+                        "gpu": gpu,
+                        "label": label,
+                        "jobs": n,
+                        "config_jobs": total,
+                        **rate(n, total),
+                    }
+                )
         return out
 
     def _scale(self, at: int, names: list[str], buckets: tuple[tuple[int, str], ...]) -> list[dict[str, Any]]:
@@ -166,8 +220,15 @@ class Tally:
             jobs = sum(labels.values())
             labels = Counter({k: v for k, v in labels.items() if k == "success" or self.shown(k)})
             failed = sum(labels.values()) - labels.get("success", 0)
-            out.append({"bucket": name, "jobs": jobs, "failed": failed, **rate(failed, jobs),
-                        "labels": dict(labels.most_common())})
+            out.append(
+                {
+                    "bucket": name,
+                    "jobs": jobs,
+                    "failed": failed,
+                    **rate(failed, jobs),
+                    "labels": dict(labels.most_common()),
+                }
+            )
         return out
 
     def _groups(self) -> dict[str, list[dict[str, Any]]]:
@@ -178,16 +239,25 @@ class Tally:
                 cell = cells[key[i]]
                 cell[0] += n
                 cell[1] += n if key[3] else 0
-            out[group] = [{group: k, "jobs": v[0], "failed": v[1], **rate(v[1], v[0])}
-                          for k, v in sorted(cells.items())]
+            out[group] = [
+                {group: k, "jobs": v[0], "failed": v[1], **rate(v[1], v[0])} for k, v in sorted(cells.items())
+            ]
         return out
 
     def _roots(self) -> list[dict[str, Any]]:
         shown = ((node, Counter({k: v for k, v in c.items() if self.shown(k)})) for node, c in self.roots.items())
         rows = [(sum(c.values()), node, c) for node, c in shown]
-        return [{"node": node, "rack": self.rack_of(node), "failures": n, "labels": dict(c.most_common()),
-                 "days": sorted(self.root_days[node])}
-                for n, node, c in sorted(rows, key=lambda r: (-r[0], r[1])) if n >= self.repeat_min]
+        return [
+            {
+                "node": node,
+                "rack": self.rack_of(node),
+                "failures": n,
+                "labels": dict(c.most_common()),
+                "days": sorted(self.root_days[node]),
+            }
+            for n, node, c in sorted(rows, key=lambda r: (-r[0], r[1]))
+            if n >= self.repeat_min
+        ]
 
     def _root_racks(self) -> list[dict[str, Any]]:
         racks: dict[str, list[int]] = defaultdict(lambda: [0, 0])

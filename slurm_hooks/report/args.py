@@ -15,7 +15,14 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group-by", choices=VIEWS, help="one view only (text, csv; csv default: label)")
     for key in ("partition", "user", "account", "label", "node"):
         p.add_argument(f"--{key}", action="append", default=[], help=f"only jobs of this {key} (repeatable, a,b)")
-    p.add_argument("--details", type=int, nargs="?", const=50, default=0, metavar="N",
-                   help="add the spooled diagnosis (summary, first fault) of up to N failed jobs (default 50)")
+    p.add_argument(
+        "--details",
+        type=int,
+        nargs="?",
+        const=50,
+        default=0,
+        metavar="N",
+        help="add the spooled diagnosis (summary, first fault) of up to N failed jobs (default 50)",
+    )
     p.add_argument("--input", metavar="FILE", help="rows saved from sacct (see README) instead of asking Slurm")
     p.add_argument("--config", help="configuration file (default: $SLURM_HOOKS_CONFIG or /etc/...)")

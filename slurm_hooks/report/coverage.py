@@ -13,8 +13,15 @@ from typing import Any
 
 from slurm_hooks.job import OPT_OUT
 
-REASONS = ("opted_out", "foreign_admin_comment", "unreadable_record", "outbox_not_flushed", "shadow_mode",
-           "diagnosed_not_annotated", "not_processed")
+REASONS = (
+    "opted_out",
+    "foreign_admin_comment",
+    "unreadable_record",
+    "outbox_not_flushed",
+    "shadow_mode",
+    "diagnosed_not_annotated",
+    "not_processed",
+)
 _UNREADABLE = {"unknown_label", "truncated", "newer_schema", "case_changed", "untrusted_comment"}
 MAX_DIAGNOSIS = 4 << 20
 
@@ -50,6 +57,10 @@ class SpoolView:
             return None
         fault = doc.get("first_fault")
         fault = fault if isinstance(fault, dict) else {}
-        return {"label": doc.get("label"), "summary": doc.get("summary"), "root_node": doc.get("root_node"),
-                "first_fault": {k: fault.get(k) for k in ("time", "kind", "node", "rank", "source", "line")},
-                "evidence": len(doc.get("evidence") or [])}
+        return {
+            "label": doc.get("label"),
+            "summary": doc.get("summary"),
+            "root_node": doc.get("root_node"),
+            "first_fault": {k: fault.get(k) for k in ("time", "kind", "node", "rank", "source", "line")},
+            "evidence": len(doc.get("evidence") or []),
+        }

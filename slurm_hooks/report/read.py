@@ -16,8 +16,20 @@ from slurm_hooks.report.records import RecordReader
 from slurm_hooks.slurm.accounting import TRUNCATED
 from slurm_hooks.slurm.client import AccountingRow
 
-NOT_ENDED = {"RUNNING", "PENDING", "REQUEUED", "SUSPENDED", "COMPLETING", "RESIZING", "REQUEUE_HOLD",
-             "REQUEUE_FED", "SIGNALING", "STAGE_OUT", "STOPPED", "CONFIGURING"}
+NOT_ENDED = {
+    "RUNNING",
+    "PENDING",
+    "REQUEUED",
+    "SUSPENDED",
+    "COMPLETING",
+    "RESIZING",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "SIGNALING",
+    "STAGE_OUT",
+    "STOPPED",
+    "CONFIGURING",
+}
 _CACHE_MAX = 4096
 
 
@@ -52,9 +64,12 @@ class Filters:
     node: frozenset[str] = frozenset()
 
     def keep(self, job: Job) -> bool:
-        return ((not self.partition or job.partition in self.partition) and (not self.user or job.user in self.user)
-                and (not self.account or job.account in self.account)
-                and (not self.node or job.root_node in self.node or not self.node.isdisjoint(job.nodes)))
+        return (
+            (not self.partition or job.partition in self.partition)
+            and (not self.user or job.user in self.user)
+            and (not self.account or job.account in self.account)
+            and (not self.node or job.root_node in self.node or not self.node.isdisjoint(job.nodes))
+        )
 
 
 class JobReader:
@@ -74,10 +89,27 @@ class JobReader:
         label = record.label
         nodes, racks = self._spread(row.node_list)
         end = row.end
-        return Job(row.job_id, state, ended, ended and (label != "success" if label else state != "COMPLETED"),
-                   record.bucket, label, record.config, record.node, row.n_nodes or len(nodes), racks, row.n_gpus,
-                   row.elapsed_s, end[:10] if end[:1].isdigit() else "", row.partition, row.user, row.account,
-                   row.comment, row.comment.endswith(TRUNCATED), nodes)
+        return Job(
+            row.job_id,
+            state,
+            ended,
+            ended and (label != "success" if label else state != "COMPLETED"),
+            record.bucket,
+            label,
+            record.config,
+            record.node,
+            row.n_nodes or len(nodes),
+            racks,
+            row.n_gpus,
+            row.elapsed_s,
+            end[:10] if end[:1].isdigit() else "",
+            row.partition,
+            row.user,
+            row.account,
+            row.comment,
+            row.comment.endswith(TRUNCATED),
+            nodes,
+        )
 
     def _spread(self, node_list: str) -> tuple[tuple[str, ...], int]:
         hit = self._nodes.get(node_list)

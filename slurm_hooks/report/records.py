@@ -15,8 +15,17 @@ from slurm_hooks.slurm.accounting import TRUNCATED
 from slurm_hooks.slurm.annotation import MARK, decode
 
 OURS = "ours"
-BUCKETS = (OURS, "none", "unknown_label", "truncated", "newer_schema", "case_changed", "jobstats", "free_text",
-           "untrusted_comment")
+BUCKETS = (
+    OURS,
+    "none",
+    "unknown_label",
+    "truncated",
+    "newer_schema",
+    "case_changed",
+    "jobstats",
+    "free_text",
+    "untrusted_comment",
+)
 _SCHEMA = re.compile(r"slurm-hooks/v(\d+)", re.IGNORECASE)
 _CACHE_MAX = 16384
 _UNTRUSTED_MARK = {"unknown_label", "truncated", "newer_schema", "case_changed"}
@@ -72,7 +81,7 @@ class RecordReader:
             if any(stripped.endswith(MARK[:i]) for i in range(6, len(MARK))):
                 return Record("truncated")  # the field was cut inside our mark
             return Record("jobstats" if text[:4].upper() == "JS1:" else "free_text")
-        record = text[at + len(MARK):]
+        record = text[at + len(MARK) :]
         if record != record.lower():
             return Record("case_changed")
         fields = decode(text) or {}

@@ -41,30 +41,41 @@ def charts(doc: dict[str, Any]) -> dict[str, str]:
     out["config-heatmap"] = svg.heatmap("config-heatmap", list(dict.fromkeys(rows)), columns, cells)
     for kind in ("nodes", "racks"):
         scale = doc["scale"][kind]
-        out[f"scale-{kind}"] = svg.bars(f"scale-{kind}", [f"{r['bucket']} {kind}" for r in scale],
-                                        [r["rate"] for r in scale], [(r["ci_low"], r["ci_high"]) for r in scale],
-                                        unit="%", series="failure rate")
+        out[f"scale-{kind}"] = svg.bars(
+            f"scale-{kind}",
+            [f"{r['bucket']} {kind}" for r in scale],
+            [r["rate"] for r in scale],
+            [(r["ci_low"], r["ci_high"]) for r in scale],
+            unit="%",
+            series="failure rate",
+        )
     racks = doc["root_racks"]
-    out["root-racks"] = svg.bars("root-racks", [f"rack {r['rack']}" for r in racks], [r["failures"] for r in racks],
-                                 series="failures")
+    out["root-racks"] = svg.bars(
+        "root-racks", [f"rack {r['rack']}" for r in racks], [r["failures"] for r in racks], series="failures"
+    )
     return out
 
 
 def to_html(doc: dict[str, Any]) -> str:
     w, cov = doc["window"], doc["totals"]["coverage"]
     c = charts(doc)
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>slurm-hooks report</title>"
-             f"<style>{STYLE}</style></head><body>",
-             f"<h1>slurm-hooks report: {escape(w['since'])} .. {escape(w['until'])}</h1>",
-             f"<p>{doc['totals']['jobs']} jobs ended, {doc['totals']['failed']} failed; {cov['diagnosed']} of the "
-             f"failed have a diagnosis in accounting ({cov['ratio']:.1%}).</p>",
-             "<h2>Failures per day by label</h2>", f"<div class='chart'>{c['per-day']}</div>",
-             "<h2>Failure rate by label x driver x CDMM x ncore x GPU</h2>",
-             "<p class='note'>Cell: share of that configuration's jobs with that label (jobs); shade by rate. "
-             "The table below gives 95% Wilson intervals.</p>", f"<div class='chart'>{c['config-heatmap']}</div>",
-             "<h2>Failure rate by scale (bars: rate, whiskers: 95% CI)</h2>",
-             f"<div class='chart'>{c['scale-nodes']}</div><div class='chart'>{c['scale-racks']}</div>",
-             "<h2>Root nodes of failures, by rack</h2>", f"<div class='chart'>{c['root-racks']}</div>"]
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>slurm-hooks report</title>"
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>slurm-hooks report: {escape(w['since'])} .. {escape(w['until'])}</h1>",
+        f"<p>{doc['totals']['jobs']} jobs ended, {doc['totals']['failed']} failed; {cov['diagnosed']} of the "
+        f"failed have a diagnosis in accounting ({cov['ratio']:.1%}).</p>",
+        "<h2>Failures per day by label</h2>",
+        f"<div class='chart'>{c['per-day']}</div>",
+        "<h2>Failure rate by label x driver x CDMM x ncore x GPU</h2>",
+        "<p class='note'>Cell: share of that configuration's jobs with that label (jobs); shade by rate. "
+        "The table below gives 95% Wilson intervals.</p>",
+        f"<div class='chart'>{c['config-heatmap']}</div>",
+        "<h2>Failure rate by scale (bars: rate, whiskers: 95% CI)</h2>",
+        f"<div class='chart'>{c['scale-nodes']}</div><div class='chart'>{c['scale-racks']}</div>",
+        "<h2>Root nodes of failures, by rack</h2>",
+        f"<div class='chart'>{c['root-racks']}</div>",
+    ]
     for name in (*DEFAULT_TEXT, "partition", "user", "account", *(("details",) if doc["details"] else ())):
         parts.append(f"<h2>{escape(TITLES[name])}</h2>" + _table(*view(doc, name)))
     parts.append("</body></html>\n")

@@ -9,12 +9,20 @@ from typing import Any
 
 from slurm_hooks.report.views import DEFAULT_TEXT, view
 
-TITLES = {"coverage": "Totals and coverage", "records": "What accounting held", "label": "Labels (lost = failed jobs)",
-          "config": "Label x driver x CDMM x ncore x GPU (rate within that configuration)",
-          "nodes": "Failure rate by nodes spanned", "racks": "Failure rate by racks spanned",
-          "root-node": "Repeat root nodes (candidates to check, nothing is drained)", "day": "Failures per day",
-          "partition": "By partition", "user": "By user", "account": "By account",
-          "details": "Failed jobs with their spooled diagnosis (--details)"}
+TITLES = {
+    "coverage": "Totals and coverage",
+    "records": "What accounting held",
+    "label": "Labels (lost = failed jobs)",
+    "config": "Label x driver x CDMM x ncore x GPU (rate within that configuration)",
+    "nodes": "Failure rate by nodes spanned",
+    "racks": "Failure rate by racks spanned",
+    "root-node": "Repeat root nodes (candidates to check, nothing is drained)",
+    "day": "Failures per day",
+    "partition": "By partition",
+    "user": "By user",
+    "account": "By account",
+    "details": "Failed jobs with their spooled diagnosis (--details)",
+}
 
 
 def table(columns: list[str], rows: Sequence[Sequence[Any]]) -> str:

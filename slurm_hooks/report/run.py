@@ -52,13 +52,24 @@ def filters_doc(filters: Filters) -> dict[str, Any]:
     return {k: sorted(getattr(filters, k)) for k in ("partition", "user", "account", "label", "node")}
 
 
-def report(rows: Iterable[AccountingRow], config: Config, filters: Filters, since: datetime, until: datetime,
-           details_limit: int = 0) -> dict[str, Any]:
+def report(
+    rows: Iterable[AccountingRow],
+    config: Config,
+    filters: Filters,
+    since: datetime,
+    until: datetime,
+    details_limit: int = 0,
+) -> dict[str, Any]:
     from slurm_hooks.diagnose import LABELS
 
     reader = JobReader(LABELS, config.report.rack_pattern, trust_comment=config.annotation.field == "comment")
-    tally = Tally(reader.rack, SpoolView(config.spool_dir, config.annotation.mode), config.report.repeat_root_min,
-                  details_limit, filters.label)
+    tally = Tally(
+        reader.rack,
+        SpoolView(config.spool_dir, config.annotation.mode),
+        config.report.repeat_root_min,
+        details_limit,
+        filters.label,
+    )
     tally_rows(rows, reader, filters, tally)
     return tally.result(window(since, until), filters_doc(filters))
 
@@ -95,8 +106,12 @@ def main(args: argparse.Namespace, config: Config) -> int:
     if args.format == "html" and not args.output:
         print("slurm-hooks: --format html needs -o FILE", file=sys.stderr)
         return 2
-    filters = Filters(**{k: frozenset(v for arg in getattr(args, k) for v in arg.split(",") if v)
-                         for k in ("partition", "user", "account", "label", "node")})
+    filters = Filters(
+        **{
+            k: frozenset(v for arg in getattr(args, k) for v in arg.split(",") if v)
+            for k in ("partition", "user", "account", "label", "node")
+        }
+    )
     try:
         if args.input:
             from slurm_hooks.slurm.accounting import parse_rows

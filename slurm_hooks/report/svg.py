@@ -6,8 +6,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-PALETTE = ("#d62728", "#ff7f0e", "#9467bd", "#1f77b4", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f",
-           "#2ca02c", "#393b79", "#637939", "#843c39", "#5254a3")
+PALETTE = (
+    "#d62728",
+    "#ff7f0e",
+    "#9467bd",
+    "#1f77b4",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#bcbd22",
+    "#7f7f7f",
+    "#2ca02c",
+    "#393b79",
+    "#637939",
+    "#843c39",
+    "#5254a3",
+)
 FONT = 'font-family="sans-serif" font-size="11"'
 
 
@@ -16,8 +30,10 @@ def colours(names: Sequence[str]) -> dict[str, str]:
 
 
 def _svg(name: str, width: int, height: int, body: list[str]) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" data-chart="{name}" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img">' + "".join(body) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" data-chart="{name}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img">' + "".join(body) + "</svg>"
+    )
 
 
 def _text(x: float, y: float, text: str, anchor: str = "start", extra: str = "") -> str:
@@ -27,8 +43,9 @@ def _text(x: float, y: float, text: str, anchor: str = "start", extra: str = "")
 def _legend(x: float, y: float, palette: dict[str, str]) -> list[str]:
     out = []
     for i, (name, colour) in enumerate(palette.items()):
-        out.append(f'<rect x="{x}" y="{y + i * 16}" width="10" height="10" fill="{colour}" '
-                   f'data-legend="{escape(name)}"/>')
+        out.append(
+            f'<rect x="{x}" y="{y + i * 16}" width="10" height="10" fill="{colour}" data-legend="{escape(name)}"/>'
+        )
         out.append(_text(x + 14, y + i * 16 + 9, name))
     return out
 
@@ -40,8 +57,12 @@ def stacked_bars(name: str, categories: Sequence[str], series: Mapping[str, Sequ
     step = max(12, min(40, 700 // max(1, len(categories))))
     width = left + step * len(categories) + 220
     peak = max([sum(values[i] for values in series.values()) for i in range(len(categories))] or [1]) or 1
-    body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + step * len(categories)}" y2="{top + plot_h}" '
-            'stroke="#333"/>', _text(left - 4, top + 8, f"{peak:g}", "end"), _text(left - 4, top + plot_h, "0", "end")]
+    body = [
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + step * len(categories)}" y2="{top + plot_h}" '
+        'stroke="#333"/>',
+        _text(left - 4, top + 8, f"{peak:g}", "end"),
+        _text(left - 4, top + plot_h, "0", "end"),
+    ]
     for i, category in enumerate(categories):
         y = float(top + plot_h)
         for label, values in series.items():
@@ -49,9 +70,11 @@ def stacked_bars(name: str, categories: Sequence[str], series: Mapping[str, Sequ
             if h <= 0:
                 continue
             y -= h
-            body.append(f'<rect x="{left + i * step + 1}" y="{y:.1f}" width="{step - 2}" height="{h:.1f}" '
-                        f'fill="{palette[label]}" data-series="{escape(label)}"><title>{escape(category)} '
-                        f'{escape(label)}: {values[i]:g}</title></rect>')
+            body.append(
+                f'<rect x="{left + i * step + 1}" y="{y:.1f}" width="{step - 2}" height="{h:.1f}" '
+                f'fill="{palette[label]}" data-series="{escape(label)}"><title>{escape(category)} '
+                f"{escape(label)}: {values[i]:g}</title></rect>"
+            )
         if i % max(1, len(categories) // 12) == 0:
             body.append(_text(left + i * step + step / 2, top + plot_h + 14, category[5:], "middle"))
     body += _legend(left + step * len(categories) + 16, top, palette)
@@ -59,8 +82,14 @@ def stacked_bars(name: str, categories: Sequence[str], series: Mapping[str, Sequ
     return _svg(name, width, height, body)
 
 
-def bars(name: str, categories: Sequence[str], values: Sequence[float], errors: Sequence[tuple[float, float]] = (),
-         unit: str = "", series: str = "value") -> str:
+def bars(
+    name: str,
+    categories: Sequence[str],
+    values: Sequence[float],
+    errors: Sequence[tuple[float, float]] = (),
+    unit: str = "",
+    series: str = "value",
+) -> str:
     """Horizontal bars, optionally with a confidence interval whisker per bar."""
     left, row, plot_w = 90, 22, 360
     peak = max([*values, *(hi for _, hi in errors)] or [1]) or 1
@@ -70,13 +99,17 @@ def bars(name: str, categories: Sequence[str], values: Sequence[float], errors: 
         w = value / peak * plot_w
         shown = f"{value:.1%}" if unit == "%" else f"{value:g}"
         body.append(_text(left - 6, y + 13, category, "end"))
-        body.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{row - 6}" fill="#1f77b4" '
-                    f'data-series="{escape(series)}" data-category="{escape(category)}"><title>{escape(category)}: '
-                    f'{shown}</title></rect>')
+        body.append(
+            f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{row - 6}" fill="#1f77b4" '
+            f'data-series="{escape(series)}" data-category="{escape(category)}"><title>{escape(category)}: '
+            f"{shown}</title></rect>"
+        )
         if errors:
             lo, hi = errors[i]
-            body.append(f'<line x1="{left + lo / peak * plot_w:.1f}" x2="{left + hi / peak * plot_w:.1f}" '
-                        f'y1="{y + (row - 6) / 2}" y2="{y + (row - 6) / 2}" stroke="#000" data-ci="1"/>')
+            body.append(
+                f'<line x1="{left + lo / peak * plot_w:.1f}" x2="{left + hi / peak * plot_w:.1f}" '
+                f'y1="{y + (row - 6) / 2}" y2="{y + (row - 6) / 2}" stroke="#000" data-ci="1"/>'
+            )
         body.append(_text(left + max(w, errors[i][1] / peak * plot_w if errors else 0) + 6, y + 13, shown))
     return _svg(name, left + plot_w + 120, 12 + row * len(categories), body)
 
@@ -88,18 +121,28 @@ def heatmap(name: str, rows: Sequence[str], columns: Sequence[str], cells: dict[
     """Rows x columns, shaded by rate; each cell says rate and n/of (a rate over 3 jobs shows its 3)."""
     left, top, cw, ch = 330, 110, 74, 26
     peak = max([rate for rate, _, _ in cells.values()] or [1]) or 1
-    body = [_text(left + j * cw + cw / 2, top - 6, col, "start",
-                  f'transform="rotate(-35 {left + j * cw + cw / 2:.1f} {top - 6})"') for j, col in enumerate(columns)]
+    body = [
+        _text(
+            left + j * cw + cw / 2,
+            top - 6,
+            col,
+            "start",
+            f'transform="rotate(-35 {left + j * cw + cw / 2:.1f} {top - 6})"',
+        )
+        for j, col in enumerate(columns)
+    ]
     for i, row in enumerate(rows):
         y = top + i * ch
         body.append(_text(left - 6, y + ch / 2 + 4, row, "end"))
         for j, col in enumerate(columns):
             rate, n, of = cells.get((row, col), (0.0, 0, 0))
             shade = 0.08 + 0.92 * rate / peak if n else 0.0
-            body.append(f'<rect x="{left + j * cw}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="#d62728" '
-                        f'fill-opacity="{shade:.2f}" stroke="#ddd" data-series="{escape(col)}" '
-                        f'data-row="{escape(row)}"><title>{escape(row)} / {escape(col)}: {n} of {of} ({rate:.1%})'
-                        '</title></rect>')
+            body.append(
+                f'<rect x="{left + j * cw}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="#d62728" '
+                f'fill-opacity="{shade:.2f}" stroke="#ddd" data-series="{escape(col)}" '
+                f'data-row="{escape(row)}"><title>{escape(row)} / {escape(col)}: {n} of {of} ({rate:.1%})'
+                "</title></rect>"
+            )
             if n:
                 body.append(_text(left + j * cw + cw / 2, y + ch / 2 + 4, f"{rate:.1%} ({n})", "middle"))
     return _svg(name, left + cw * len(columns) + 10, top + ch * len(rows) + 10, body)

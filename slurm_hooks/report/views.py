@@ -5,8 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 Table = tuple[list[str], list[list[Any]]]
-VIEWS = ("coverage", "records", "label", "config", "nodes", "racks", "root-node", "day", "partition", "user",
-         "account", "details")
+VIEWS = (
+    "coverage",
+    "records",
+    "label",
+    "config",
+    "nodes",
+    "racks",
+    "root-node",
+    "day",
+    "partition",
+    "user",
+    "account",
+    "details",
+)
 DEFAULT_TEXT = ("coverage", "records", "label", "config", "nodes", "racks", "root-node", "day")
 
 
@@ -18,10 +30,15 @@ def view(doc: dict[str, Any], name: str) -> Table:
     totals = doc["totals"]
     if name == "coverage":
         cov = totals["coverage"]
-        rows: list[list[Any]] = [["jobs ended", totals["jobs"], ""], ["succeeded", totals["succeeded"], ""],
-                                 ["failed", totals["failed"], ""], ["failed, diagnosed", cov["diagnosed"], ""]]
-        rows += [[f"failed, no diagnosis: {u['reason']}", u["jobs"], " ".join(u["job_ids"][:10])]
-                 for u in cov["uncovered"]]
+        rows: list[list[Any]] = [
+            ["jobs ended", totals["jobs"], ""],
+            ["succeeded", totals["succeeded"], ""],
+            ["failed", totals["failed"], ""],
+            ["failed, diagnosed", cov["diagnosed"], ""],
+        ]
+        rows += [
+            [f"failed, no diagnosis: {u['reason']}", u["jobs"], " ".join(u["job_ids"][:10])] for u in cov["uncovered"]
+        ]
         rows.append(["not ended yet", totals["not_ended"], ""])
         return ["what", "jobs", "job ids (first 10)"], rows
     if name == "records":
@@ -29,27 +46,52 @@ def view(doc: dict[str, Any], name: str) -> Table:
         rows += [[f"input: {k}", v] for k, v in doc["input"].items() if v]
         return ["bucket", "rows"], rows
     if name == "label":
-        return (["label", "jobs", "node-hours lost", "GPU-hours lost"],
-                [[r["label"], r["jobs"], r["node_hours"], r["gpu_hours"]] for r in doc["labels"]])
+        return (
+            ["label", "jobs", "node-hours lost", "GPU-hours lost"],
+            [[r["label"], r["jobs"], r["node_hours"], r["gpu_hours"]] for r in doc["labels"]],
+        )
     if name == "config":
-        return (["label", "driver", "cdmm", "ncore", "gpu", "jobs", "of", "rate", "95% CI"],
-                [[r["label"], r["driver"] or "-", r["cdmm"] or "-", r["ncore"] or "-", r["gpu"] or "-", r["jobs"],
-                  r["config_jobs"], *_pct(r)] for r in doc["configs"]])
+        return (
+            ["label", "driver", "cdmm", "ncore", "gpu", "jobs", "of", "rate", "95% CI"],
+            [
+                [
+                    r["label"],
+                    r["driver"] or "-",
+                    r["cdmm"] or "-",
+                    r["ncore"] or "-",
+                    r["gpu"] or "-",
+                    r["jobs"],
+                    r["config_jobs"],
+                    *_pct(r),
+                ]
+                for r in doc["configs"]
+            ],
+        )
     if name in ("nodes", "racks"):
-        return ([f"{name} spanned", "jobs", "failed", "rate", "95% CI", "top failure"],
-                [[r["bucket"], r["jobs"], r["failed"], *_pct(r), _top(r["labels"])] for r in doc["scale"][name]])
+        return (
+            [f"{name} spanned", "jobs", "failed", "rate", "95% CI", "top failure"],
+            [[r["bucket"], r["jobs"], r["failed"], *_pct(r), _top(r["labels"])] for r in doc["scale"][name]],
+        )
     if name == "root-node":
-        return (["root node", "rack", "failures", "labels", "days"],
-                [[r["node"], r["rack"], r["failures"], _counts(r["labels"]), " ".join(r["days"])]
-                 for r in doc["root_nodes"]])
+        return (
+            ["root node", "rack", "failures", "labels", "days"],
+            [
+                [r["node"], r["rack"], r["failures"], _counts(r["labels"]), " ".join(r["days"])]
+                for r in doc["root_nodes"]
+            ],
+        )
     if name == "day":
         return ["day", "label", "failures"], [[r["day"], r["label"], r["failures"]] for r in doc["per_day"]]
     if name in ("partition", "user", "account"):
-        return ([name, "jobs", "failed", "rate", "95% CI"],
-                [[r[name], r["jobs"], r["failed"], *_pct(r)] for r in doc["groups"][name]])
+        return (
+            [name, "jobs", "failed", "rate", "95% CI"],
+            [[r[name], r["jobs"], r["failed"], *_pct(r)] for r in doc["groups"][name]],
+        )
     if name == "details":
-        return (["job", "label", "state", "summary (spooled diagnosis)", "first fault"],
-                [[d["job_id"], d["label"], d["state"], *_diagnosis(d["diagnosis"])] for d in doc["details"]])
+        return (
+            ["job", "label", "state", "summary (spooled diagnosis)", "first fault"],
+            [[d["job_id"], d["label"], d["state"], *_diagnosis(d["diagnosis"])] for d in doc["details"]],
+        )
     raise KeyError(name)
 
 

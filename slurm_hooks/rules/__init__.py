@@ -25,8 +25,18 @@ from slurm_hooks.rules.families import (
 from slurm_hooks.rules.model import ORDERING_MAX, Ordering, Rule, RulePack, RulePackError, XidPolicy
 from slurm_hooks.rules.pattern import LinearPattern, PatternError, compile_linear
 
-__all__ = ["LABELS", "ORDERING_MAX", "AdviceLine", "Family", "Ordering", "Rule", "RulePack", "RulePackError",
-           "XidPolicy", "load_rule_pack"]
+__all__ = [
+    "LABELS",
+    "ORDERING_MAX",
+    "AdviceLine",
+    "Family",
+    "Ordering",
+    "Rule",
+    "RulePack",
+    "RulePackError",
+    "XidPolicy",
+    "load_rule_pack",
+]
 
 ROLES = ("primary", "symptom", "marker", "frame", "context")
 SOURCES = ("log", "kernel", "any")
@@ -108,8 +118,9 @@ def _ordering(values: dict[str, Any]) -> Ordering:
             raise RulePackError(f"ordering: unknown key 'ordering.{key}' (known: {', '.join(kinds)})")
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not number or not math.isfinite(value) or not 0 <= value <= ORDERING_MAX:
-            raise RulePackError(f"ordering: key 'ordering.{key}' must be a number from 0 to {ORDERING_MAX}, "
-                                f"got {value!r}")
+            raise RulePackError(
+                f"ordering: key 'ordering.{key}' must be a number from 0 to {ORDERING_MAX}, got {value!r}"
+            )
         out[key] = int(value) if kinds[key] in ("int", int) else float(value)
     return Ordering(**out)
 
@@ -151,8 +162,9 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
         raise RulePackError(f"{where}: {exc}") from None
     keywords = {k for r in {**merged.rules, **parsed}.values() if r is not None for k in r.keywords}
     if len(keywords) > MAX_KEYWORDS:
-        raise RulePackError(f"{where}: key 'keywords': the pack would hold {len(keywords)} distinct keywords, "
-                            f"more than {MAX_KEYWORDS}")
+        raise RulePackError(
+            f"{where}: key 'keywords': the pack would hold {len(keywords)} distinct keywords, more than {MAX_KEYWORDS}"
+        )
     merged.rules.update(parsed)
     merged.ordering, merged.xid = ordering, xid
     merged.advice.update(advice)
@@ -190,8 +202,9 @@ def load_rule_pack(extra_files: Iterable[str | Path] = (), strict: bool = False)
     """
     shipped = "default.yaml (shipped)"
     merged = _Merged()
-    _merge(merged, _load_yaml(resources.files(__package__).joinpath("default.yaml").read_text("utf-8"), shipped),
-           shipped)
+    _merge(
+        merged, _load_yaml(resources.files(__package__).joinpath("default.yaml").read_text("utf-8"), shipped), shipped
+    )
     sources, skipped = [shipped], []
     for path in extra_files:
         try:

@@ -9,16 +9,30 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-PLACEHOLDERS = ("node", "rank", "who", "driver", "cuda_driver", "cdmm", "ncore", "gpu_model", "versions", "xid",
-                "state")
+PLACEHOLDERS = (
+    "node",
+    "rank",
+    "who",
+    "driver",
+    "cuda_driver",
+    "cdmm",
+    "ncore",
+    "gpu_model",
+    "versions",
+    "xid",
+    "state",
+)
 MAX_VALUE = 160  # characters of one filled-in value (facts come from files a job may have touched; {versions} joins 5)
 _TOKEN = re.compile(r"\{([^{}]*)\}")  # no nesting, one pass: linear in the template
 
 
 def template_errors(line: str) -> list[str]:
     """What is wrong with one advice line: placeholders that are not plain known names."""
-    return [f"unknown placeholder {{{name}}} (known: {', '.join(PLACEHOLDERS)})"
-            for name in _TOKEN.findall(line) if name not in PLACEHOLDERS]
+    return [
+        f"unknown placeholder {{{name}}} (known: {', '.join(PLACEHOLDERS)})"
+        for name in _TOKEN.findall(line)
+        if name not in PLACEHOLDERS
+    ]
 
 
 def placeholders(line: str) -> set[str]:
@@ -27,6 +41,7 @@ def placeholders(line: str) -> set[str]:
 
 def fill(line: str, values: Mapping[str, object]) -> str:
     """`line` with each known `{name}` replaced by its value ("unknown" when missing)."""
+
     def value(m: re.Match[str]) -> str:
         name = m.group(1)
         if name not in PLACEHOLDERS:

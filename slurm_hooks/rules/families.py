@@ -14,28 +14,43 @@ from typing import Any, TypeVar
 _Compiled = TypeVar("_Compiled")
 
 LABELS = (
-    "cdmm_checkpoint_segfault", "checkpoint_segfault", "app_segfault", "nccl_timeout", "fabric_error",
-    "gpu_xid", "oom_killed", "time_limit", "preempted", "cancelled", "node_fail", "success", "unknown",
+    "cdmm_checkpoint_segfault",
+    "checkpoint_segfault",
+    "app_segfault",
+    "nccl_timeout",
+    "fabric_error",
+    "gpu_xid",
+    "oom_killed",
+    "time_limit",
+    "preempted",
+    "cancelled",
+    "node_fail",
+    "success",
+    "unknown",
 )
-TRAITS = frozenset({
-    "crash",  # a process died of a crash signal
-    "dataloader_worker",  # ... and it was a DataLoader worker that a rank forked (§8.11)
-    "checkpoint_frame",  # a stack frame of checkpoint writing
-    "crc_frame",  # a frame of the zip writer's CRC-32 chain (§0)
-    "forked_writer",  # a frame of a forked checkpoint writer process
-    "teardown",  # NCCL teardown: watchdog thread, libnccl, ncclCommAbort, taking the process down (§8.4, §8.10)
-    "save_start", "save_end", "async_save",  # checkpoint save markers (§8.12)
-    "nccl_failure",  # an NCCL/IB error on a rank: a crash after it on that rank is a consequence (§8.10)
-    "watchdog",  # a rank's watchdog timeout report: ranks missing from these point at a node (§8.8)
-    "gpu_error",  # a rank's CUDA error: names the rank of a GPU fault (§8.16)
-    "xid",  # a GPU Xid: fatal or not by its number (the pack's `xid:` section)
-    "link",  # a link fault: names a node, not a rank
-    "node_death",  # Slurm says a node died (§8.5)
-    "stall",  # a storage or task stall in a node's kernel log
-    "torchrun_entry",  # a line of a torchrun failure-summary entry (§8.13)
-    "world_size",  # the job's world size
-    "task_end",  # srun's word on how a task ended other than by a crash (Terminated, Aborted, exit code)
-})
+TRAITS = frozenset(
+    {
+        "crash",  # a process died of a crash signal
+        "dataloader_worker",  # ... and it was a DataLoader worker that a rank forked (§8.11)
+        "checkpoint_frame",  # a stack frame of checkpoint writing
+        "crc_frame",  # a frame of the zip writer's CRC-32 chain (§0)
+        "forked_writer",  # a frame of a forked checkpoint writer process
+        "teardown",  # NCCL teardown: watchdog thread, libnccl, ncclCommAbort, taking the process down (§8.4, §8.10)
+        "save_start",
+        "save_end",
+        "async_save",  # checkpoint save markers (§8.12)
+        "nccl_failure",  # an NCCL/IB error on a rank: a crash after it on that rank is a consequence (§8.10)
+        "watchdog",  # a rank's watchdog timeout report: ranks missing from these point at a node (§8.8)
+        "gpu_error",  # a rank's CUDA error: names the rank of a GPU fault (§8.16)
+        "xid",  # a GPU Xid: fatal or not by its number (the pack's `xid:` section)
+        "link",  # a link fault: names a node, not a rank
+        "node_death",  # Slurm says a node died (§8.5)
+        "stall",  # a storage or task stall in a node's kernel log
+        "torchrun_entry",  # a line of a torchrun failure-summary entry (§8.13)
+        "world_size",  # the job's world size
+        "task_end",  # srun's word on how a task ended other than by a crash (Terminated, Aborted, exit code)
+    }
+)
 # When an advice line applies; each names something the verdict knows.
 CONDITIONS = frozenset({"nccl_followed", "forked_writer", "dataloader_worker", "root_node", "no_root_node"})
 
@@ -83,8 +98,9 @@ def parse_families(doc: dict[str, Any], where: str) -> dict[str, Family]:
     return into
 
 
-def parse_advice(doc: dict[str, Any], where: str,
-                 template_errors: Callable[[str], list[str]]) -> dict[str, tuple[AdviceLine, ...]]:
+def parse_advice(
+    doc: dict[str, Any], where: str, template_errors: Callable[[str], list[str]]
+) -> dict[str, tuple[AdviceLine, ...]]:
     """`advice:` by label; `template_errors` says what is wrong with a line's placeholders."""
     into: dict[str, tuple[AdviceLine, ...]] = {}
     section = doc.get("advice") or {}
@@ -96,8 +112,9 @@ def parse_advice(doc: dict[str, Any], where: str,
             raise VocabularyError(f"{where}: key '{key}' is not a label ({', '.join(LABELS)})")
         if not isinstance(lines, list):
             raise VocabularyError(f"{where}: key '{key}' must be a list")
-        into[str(label)] = tuple(_advice_line(item, f"{key}[{i}]", where, template_errors)
-                                 for i, item in enumerate(lines))
+        into[str(label)] = tuple(
+            _advice_line(item, f"{key}[{i}]", where, template_errors) for i, item in enumerate(lines)
+        )
     return into
 
 
@@ -114,8 +131,9 @@ def _advice_line(item: Any, key: str, where: str, template_errors: Callable[[str
     return AdviceLine(item["text"], when)
 
 
-def parse_progress(doc: dict[str, Any], where: str,
-                   compile_pattern: Callable[[str], _Compiled]) -> tuple[_Compiled, ...] | None:
+def parse_progress(
+    doc: dict[str, Any], where: str, compile_pattern: Callable[[str], _Compiled]
+) -> tuple[_Compiled, ...] | None:
     """`progress:` regexes of lines that say training went on; None when the file has no such key."""
     if "progress" not in doc:
         return None

@@ -24,8 +24,24 @@ from typing import IO
 from slurm_hooks.proc import TOOL_ENV
 from slurm_hooks.slurm.client import SEP, AccountingRow, SlurmError
 
-FIELDS = ("JobIDRaw", "State", "ExitCode", "DerivedExitCode", "Start", "End", "ElapsedRaw", "NodeList", "NNodes",
-          "AllocTRES", "Partition", "User", "Account", "AdminComment", "Comment", "JobIDRaw")
+FIELDS = (
+    "JobIDRaw",
+    "State",
+    "ExitCode",
+    "DerivedExitCode",
+    "Start",
+    "End",
+    "ElapsedRaw",
+    "NodeList",
+    "NNodes",
+    "AllocTRES",
+    "Partition",
+    "User",
+    "Account",
+    "AdminComment",
+    "Comment",
+    "JobIDRaw",
+)
 MAX_RECORD = 160 << 10  # an AdminComment holds up to 65535 bytes; a Comment of 10 MB is cut to this
 TRUNCATED = "\0truncated"  # NUL never occurs in sacct's text, so this cannot be forged
 _TAIL = 64  # enough to see the end marker of a cut record
@@ -35,16 +51,29 @@ _GPU = "gres/gpu="
 def sacct_argv(since: datetime, until: datetime, sep: str = SEP) -> list[str]:
     """sacct takes naive local times: turn the window into this host's zone (sacct's zone too)."""
     fmt = "%Y-%m-%dT%H:%M:%S"
-    return ["sacct", "-a", "-n", "-X", "-P", f"--delimiter={sep}", "-o", ",".join(FIELDS),
-            "-S", since.astimezone().strftime(fmt), "-E", until.astimezone().strftime(fmt)]
+    return [
+        "sacct",
+        "-a",
+        "-n",
+        "-X",
+        "-P",
+        f"--delimiter={sep}",
+        "-o",
+        ",".join(FIELDS),
+        "-S",
+        since.astimezone().strftime(fmt),
+        "-E",
+        until.astimezone().strftime(fmt),
+    ]
 
 
 def stream_rows(argv: list[str], timeout_s: float, sep: str = SEP) -> Iterator[AccountingRow]:
     """Run sacct and yield its rows as they arrive; killed (with its group) after timeout_s."""
     with tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                                    start_new_session=True, env=TOOL_ENV)
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, start_new_session=True, env=TOOL_ENV
+            )
         except OSError as exc:
             raise SlurmError(f"{argv[0]}: {exc.strerror or exc}") from None
         timer = threading.Timer(timeout_s, _kill, (proc.pid,))
@@ -126,15 +155,43 @@ def _row(text: str, cut: bool, sep: str) -> AccountingRow:
         return _unreadable(text)
     tres = fields[9]
     at = tres.find(_GPU)
-    gpus = tres[at + len(_GPU):].split(",", 1)[0] if at >= 0 else "0"
+    gpus = tres[at + len(_GPU) :].split(",", 1)[0] if at >= 0 else "0"
     comment = sep.join(fields[14:-1])  # a delimiter inside the user's Comment made surplus fields
     # positional: this runs once per job, a million times for a year of a large cluster
-    return AccountingRow(fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], elapsed, fields[7], n_nodes,
-                         int(gpus) if gpus.isdigit() else 0, fields[10], fields[11], fields[12],
-                         comment + TRUNCATED if cut else comment, fields[13])
+    return AccountingRow(
+        fields[0],
+        fields[1],
+        fields[2],
+        fields[3],
+        fields[4],
+        fields[5],
+        elapsed,
+        fields[7],
+        n_nodes,
+        int(gpus) if gpus.isdigit() else 0,
+        fields[10],
+        fields[11],
+        fields[12],
+        comment + TRUNCATED if cut else comment,
+        fields[13],
+    )
 
 
 def _unreadable(text: str) -> AccountingRow:
-    return AccountingRow(job_id="", state="", exit_code="", derived_exit_code="", start="", end="", elapsed_s=0,
-                         node_list="", n_nodes=0, n_gpus=0, partition="", user="", account="", comment=text[:200],
-                         admin_comment="")
+    return AccountingRow(
+        job_id="",
+        state="",
+        exit_code="",
+        derived_exit_code="",
+        start="",
+        end="",
+        elapsed_s=0,
+        node_list="",
+        n_nodes=0,
+        n_gpus=0,
+        partition="",
+        user="",
+        account="",
+        comment=text[:200],
+        admin_comment="",
+    )

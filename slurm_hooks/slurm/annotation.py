@@ -39,10 +39,16 @@ def _value(value: Any) -> str:
 def encode(diagnosis: dict[str, Any], exit_code: str = "", state: str = "") -> str:
     facts = diagnosis.get("facts") or {}
     values = {
-        "label": diagnosis.get("label"), "node": diagnosis.get("root_node"), "rank": diagnosis.get("root_rank"),
-        "driver": facts.get("driver_version"), "cdmm": facts.get("cdmm"), "ncore": facts.get("ncore_version"),
-        "gpu": facts.get("gpu_model"), "xid": (diagnosis.get("details") or {}).get("xid"),
-        "exit": exit_code, "state": state,
+        "label": diagnosis.get("label"),
+        "node": diagnosis.get("root_node"),
+        "rank": diagnosis.get("root_rank"),
+        "driver": facts.get("driver_version"),
+        "cdmm": facts.get("cdmm"),
+        "ncore": facts.get("ncore_version"),
+        "gpu": facts.get("gpu_model"),
+        "xid": (diagnosis.get("details") or {}).get("xid"),
+        "exit": exit_code,
+        "state": state,
     }
     parts = [MARK] + [f"{k}={_value(v)}" for k, v in values.items() if v not in (None, "")]
     return " ".join(parts)[:MAX_RECORD]
@@ -97,7 +103,7 @@ def merged_value(field: str, current: str, record: str) -> str | None:
         return record if not current or is_ours(current) else None
     pieces, at = [], 0
     for found in find_records(current):
-        pieces.append(current[at:found.start])
+        pieces.append(current[at : found.start])
         at = found.end
     pieces.append(current[at:])
     user_text = " ".join(p.strip() for p in pieces if p.strip())

@@ -43,8 +43,7 @@ def running_slurm_version(timeout_s: float) -> str:
     return out.stdout.decode(errors="replace").split()[-1]
 
 
-def choose_backend(wanted: str, import_pyslurm: Callable[[], ModuleType],
-                   slurm_version: Callable[[], str]) -> Choice:
+def choose_backend(wanted: str, import_pyslurm: Callable[[], ModuleType], slurm_version: Callable[[], str]) -> Choice:
     if wanted == "cli":
         return Choice("cli", "slurm.backend is cli", wanted)
     try:
@@ -62,14 +61,21 @@ def choose_backend(wanted: str, import_pyslurm: Callable[[], ModuleType],
     except Exception as exc:
         return Choice("cli", f"running Slurm version unknown ({type(exc).__name__}: {str(exc)[:160]})", wanted)
     if not same:
-        return Choice("cli", f"pyslurm {module.__version__} is built for Slurm {built_for}, this is Slurm {running}"
-                             f" (build pyslurm {matching_tag(running)})", wanted)
+        return Choice(
+            "cli",
+            f"pyslurm {module.__version__} is built for Slurm {built_for}, this is Slurm {running}"
+            f" (build pyslurm {matching_tag(running)})",
+            wanted,
+        )
     return Choice("pyslurm", f"pyslurm {module.__version__} matches Slurm {running}", wanted, module)
 
 
 def select(config: Config) -> Choice:
-    return choose_backend(config.slurm.backend, lambda: importlib.import_module("pyslurm"),
-                          lambda: running_slurm_version(config.budgets.command_s))
+    return choose_backend(
+        config.slurm.backend,
+        lambda: importlib.import_module("pyslurm"),
+        lambda: running_slurm_version(config.budgets.command_s),
+    )
 
 
 def open_slurm(config: Config, log: Log | None = None, choice: Choice | None = None) -> Slurm:

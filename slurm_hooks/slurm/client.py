@@ -25,8 +25,9 @@ SEP = "\x1f"  # the fixed delimiter of the accounting stream (slurm/accounting.p
 
 
 class Runner(Protocol):
-    def __call__(self, argv: Sequence[str], timeout_s: float,
-                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]: ...
+    def __call__(
+        self, argv: Sequence[str], timeout_s: float, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]: ...
 
 
 class SlurmError(Exception):
@@ -97,7 +98,7 @@ def split_rows(text: str, sep: str, width: int) -> list[list[str]]:
     parts = text.split(sep)
     if parts[-1] != "\n" or (len(parts) - 1) % width:
         raise SlurmError(f"unexpected output shape ({len(parts) - 1} fields for rows of {width})")
-    rows = [parts[i:i + width] for i in range(0, len(parts) - 1, width)]
+    rows = [parts[i : i + width] for i in range(0, len(parts) - 1, width)]
     for row in rows[1:]:
         if not row[0].startswith("\n"):
             raise SlurmError("unexpected output shape (row not on its own line)")
@@ -114,8 +115,13 @@ def wait_status(raw: str) -> str:
 
 
 # While the Epilog runs, slurmctld says COMPLETING; its Reason tells how the job ended.
-_REASON_STATE = {"TimeLimit": "TIMEOUT", "NonZeroExitCode": "FAILED", "Prolog": "FAILED", "NodeDown": "NODE_FAIL",
-                 "OutOfMemory": "OUT_OF_MEMORY"}
+_REASON_STATE = {
+    "TimeLimit": "TIMEOUT",
+    "NonZeroExitCode": "FAILED",
+    "Prolog": "FAILED",
+    "NodeDown": "NODE_FAIL",
+    "OutOfMemory": "OUT_OF_MEMORY",
+}
 
 
 def final_state(state: str, exit_code: str, reason: str) -> str:
@@ -125,9 +131,26 @@ def final_state(state: str, exit_code: str, reason: str) -> str:
     return _REASON_STATE.get(reason, "COMPLETED" if exit_code == "0:0" and reason == "None" else state)
 
 
-_SQUEUE_FIELDS = ("JobID", "State", "Reason", "exit_code", "DerivedEC", "StartTime", "EndTime", "NodeList",
-                  "BatchHost", "STDOUT", "STDERR", "WorkDir", "Comment", "admin_comment", "Name", "UserName",
-                  "ArrayJobID", "ArrayTaskID")
+_SQUEUE_FIELDS = (
+    "JobID",
+    "State",
+    "Reason",
+    "exit_code",
+    "DerivedEC",
+    "StartTime",
+    "EndTime",
+    "NodeList",
+    "BatchHost",
+    "STDOUT",
+    "STDERR",
+    "WorkDir",
+    "Comment",
+    "admin_comment",
+    "Name",
+    "UserName",
+    "ArrayJobID",
+    "ArrayTaskID",
+)
 
 
 _NOT_SET = ("N/A", "n/a", "(null)")  # squeue's words for a field with no value
@@ -139,9 +162,19 @@ def _output_path(show: dict[str, str], key: str) -> str:
     if not pattern:
         return ""
     array = show["ArrayTaskID"] if show["ArrayTaskID"].isdigit() else None
-    values = {"j": show["JobID"], "J": show["JobID"], "x": show["Name"], "u": show["UserName"],
-              "N": show["BatchHost"], "n": "0", "t": "0", "s": "batch", "%": "%",
-              "A": show["ArrayJobID"] if array else show["JobID"], **({"a": array} if array else {})}
+    values = {
+        "j": show["JobID"],
+        "J": show["JobID"],
+        "x": show["Name"],
+        "u": show["UserName"],
+        "N": show["BatchHost"],
+        "n": "0",
+        "t": "0",
+        "s": "batch",
+        "%": "%",
+        "A": show["ArrayJobID"] if array else show["JobID"],
+        **({"a": array} if array else {}),
+    }
     return expand(pattern, values) or ""
 
 
@@ -188,17 +221,28 @@ class SlurmCli:
             state, derived = final.split(" ")[0] or state, derived_final or derived
         except SlurmError:
             pass
-        return JobRecord(job_id=job_id, state=state, exit_code=exit_code, derived_exit_code=derived,
-                         start=show["StartTime"], end=show["EndTime"], node_list=show["NodeList"],
-                         batch_host=show["BatchHost"], std_out=_output_path(show, "STDOUT"),
-                         std_err=_output_path(show, "STDERR"), work_dir=show["WorkDir"],
-                         comment=show["Comment"], admin_comment=show["admin_comment"])
+        return JobRecord(
+            job_id=job_id,
+            state=state,
+            exit_code=exit_code,
+            derived_exit_code=derived,
+            start=show["StartTime"],
+            end=show["EndTime"],
+            node_list=show["NodeList"],
+            batch_host=show["BatchHost"],
+            std_out=_output_path(show, "STDOUT"),
+            std_err=_output_path(show, "STDERR"),
+            work_dir=show["WorkDir"],
+            comment=show["Comment"],
+            admin_comment=show["admin_comment"],
+        )
 
     def _accounting(self, job_id: str, *fields: str) -> list[str]:
         """One job's fields from sacct (-X: the job, not its steps); NotInAccountingYet when absent."""
         sep = fresh_separator()
-        out = self._run("sacct", "-n", "-X", "-p", f"--delimiter={sep}", "-j", job_id, "-o",
-                        ",".join(("JobIDRaw", *fields)))
+        out = self._run(
+            "sacct", "-n", "-X", "-p", f"--delimiter={sep}", "-j", job_id, "-o", ",".join(("JobIDRaw", *fields))
+        )
         rows = [row for row in split_rows(out, sep, len(fields) + 1) if row[0] == job_id]
         if not rows:
             raise NotInAccountingYet(f"sacct: no accounting record for job {job_id} yet")

@@ -63,20 +63,32 @@ class SlurmPyslurm:
             end = live.end_time
             if live.time_limit is None and end and end > time.time():  # as scontrol: no limit, not ended yet
                 end = None
-            record = JobRecord(job_id=job_id, state=state, exit_code=exit_code, derived_exit_code=derived,
-                               start=_stamp(live.start_time), end=_stamp(end),
-                               node_list=live.allocated_nodes or "", batch_host=live.batch_host or "",
-                               std_out=live.standard_output or "", std_err=live.standard_error or "",
-                               work_dir=live.working_directory or "", comment=live.comment or "",
-                               admin_comment=live.admin_comment or "")
+            record = JobRecord(
+                job_id=job_id,
+                state=state,
+                exit_code=exit_code,
+                derived_exit_code=derived,
+                start=_stamp(live.start_time),
+                end=_stamp(end),
+                node_list=live.allocated_nodes or "",
+                batch_host=live.batch_host or "",
+                std_out=live.standard_output or "",
+                std_err=live.standard_error or "",
+                work_dir=live.working_directory or "",
+                comment=live.comment or "",
+                admin_comment=live.admin_comment or "",
+            )
         try:
             stored = self._accounting(job_id)
         except SlurmError:
             return record
         from dataclasses import replace
 
-        return replace(record, state=(stored.state or "").split(" ")[0] or state,
-                       derived_exit_code=_exit(stored.derived_exit_code, stored.derived_exit_code_signal))
+        return replace(
+            record,
+            state=(stored.state or "").split(" ")[0] or state,
+            derived_exit_code=_exit(stored.derived_exit_code, stored.derived_exit_code_signal),
+        )
 
     def accounting_comments(self, job_id: str) -> tuple[str, str]:
         stored = self._accounting(job_id)
@@ -106,9 +118,19 @@ class SlurmPyslurm:
             jobs = self.ps.db.Jobs.load(window)
         for job in sorted(jobs.values(), key=lambda j: int(j.id)):
             yield AccountingRow(
-                job_id=str(job.id), state=job.state or "", exit_code=_exit(job.exit_code, job.exit_code_signal),
+                job_id=str(job.id),
+                state=job.state or "",
+                exit_code=_exit(job.exit_code, job.exit_code_signal),
                 derived_exit_code=_exit(job.derived_exit_code, job.derived_exit_code_signal),
-                start=_stamp(job.start_time), end=_stamp(job.end_time), elapsed_s=int(job.elapsed_time or 0),
-                node_list=job.nodelist or "", n_nodes=int(job.num_nodes or 0), n_gpus=0,
-                partition=job.partition or "", user=job.user_name or "", account=job.account or "",
-                comment=job.comment or "", admin_comment=job.admin_comment or "")
+                start=_stamp(job.start_time),
+                end=_stamp(job.end_time),
+                elapsed_s=int(job.elapsed_time or 0),
+                node_list=job.nodelist or "",
+                n_nodes=int(job.num_nodes or 0),
+                n_gpus=0,
+                partition=job.partition or "",
+                user=job.user_name or "",
+                account=job.account or "",
+                comment=job.comment or "",
+                admin_comment=job.admin_comment or "",
+            )

@@ -8,7 +8,10 @@ from __future__ import annotations
 import sys
 
 TAGS = {  # Slurm major.minor -> the pyslurm tag to build (https://github.com/PySlurm/pyslurm/tags)
-    "22.05": "v22.5.3", "23.02": "v23.2.3", "23.11": "v23.11.1", "24.05": "v24.5.1",
+    "22.05": "v22.5.3",
+    "23.02": "v23.2.3",
+    "23.11": "v23.11.1",
+    "24.05": "v24.5.1",
     "24.11": "v24.11.0",  # CoreWeave SUNK 6.x
     "25.05": "v25.5.0",  # SUNK 7.x
     "25.11": "v25.11.2",  # SUNK 8.x

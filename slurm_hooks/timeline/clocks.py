@@ -6,8 +6,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 
-_MONTHS = {m: i for i, m in enumerate(
-    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)
+}
 
 # c10 glog, PT >= 2.4: `[E1206 18:44:12.715298746 File.cpp:607]`; month not zero-padded (E321 = Mar 21).
 # The 9-digit fraction is CLOCK_MONOTONIC tv_nsec, not wall time: ignored.
@@ -62,8 +64,9 @@ def _fraction(digits: str | None) -> int:
     return int((digits or "0")[:6].ljust(6, "0"))
 
 
-def _with_year(month: int, day: int, hms: tuple[int, int, int], micro: int, zone: tzinfo,
-               ref: datetime | None) -> datetime | None:
+def _with_year(
+    month: int, day: int, hms: tuple[int, int, int], micro: int, zone: tzinfo, ref: datetime | None
+) -> datetime | None:
     """A year-less stamp gets the year that puts it nearest the job (Dec -> Jan rollover)."""
     best: datetime | None = None
     try:
@@ -117,10 +120,10 @@ def log_time(body: str, ctx: ClockContext) -> datetime | None:
 def kernel_time(line: str, ctx: ClockContext) -> tuple[datetime | None, str]:
     """(wall time in UTC or None, message) of one kernel-log line in any of the §6.2 formats."""
     if m := _K_ISO.match(line):
-        return _aware(m.groups()[:6], m.group(7), _zone(m.group(8), timezone.utc)), _strip_raw(line[m.end():])
+        return _aware(m.groups()[:6], m.group(7), _zone(m.group(8), timezone.utc)), _strip_raw(line[m.end() :])
     if m := _K_SHORT.match(line):
         month = _MONTHS.get(m.group(1))
-        rest = _strip_raw(line[m.end():])
+        rest = _strip_raw(line[m.end() :])
         if month is None:
             return None, rest
         hms = (int(m.group(3)), int(m.group(4)), int(m.group(5)))
@@ -128,19 +131,19 @@ def kernel_time(line: str, ctx: ClockContext) -> tuple[datetime | None, str]:
     if m := _K_CTIME.match(line):
         month = _MONTHS.get(m.group(1))
         fields = (m.group(6), str(month or 0), m.group(2), m.group(3), m.group(4), m.group(5))
-        return _aware(fields, None, ctx.node_zone), line[m.end():]
+        return _aware(fields, None, ctx.node_zone), line[m.end() :]
     if m := _K_RAW.match(line):
         seconds = float(f"{m.group(1)}.{m.group(2)}")
-        return _since_boot(seconds, ctx), line[m.end():]
+        return _since_boot(seconds, ctx), line[m.end() :]
     if m := _K_KMSG.match(line):
-        return _since_boot(int(m.group(1)) / 1e6, ctx), line[m.end():]
+        return _since_boot(int(m.group(1)) / 1e6, ctx), line[m.end() :]
     return None, line
 
 
 def _strip_raw(rest: str) -> str:
     """Syslog lines may still carry the printk stamp: `kernel: [  518.05] Out of memory…`."""
     m = _K_RAW.match(rest)
-    return rest[m.end():] if m else rest
+    return rest[m.end() :] if m else rest
 
 
 def _since_boot(seconds: float, ctx: ClockContext) -> datetime | None:

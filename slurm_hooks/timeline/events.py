@@ -76,8 +76,9 @@ def _matches(rules: list[Rule], body: str) -> list[tuple[Rule, dict[str, str]]]:
     return [(rule, fields) for rule in rules if (fields := rule.search(body)) is not None]
 
 
-def _scan_log(file: BundleFile, pack: RulePack, scanner: Scanner, ctx: ClockContext, cap: int,
-              notes: list[str]) -> list[Event]:
+def _scan_log(
+    file: BundleFile, pack: RulePack, scanner: Scanner, ctx: ClockContext, cap: int, notes: list[str]
+) -> list[Event]:
     source = file.rel
     family_cap = FamilyCap([r for r in pack.rules if r.applies_to("log")], cap)
     events: list[Event] = []
@@ -91,18 +92,30 @@ def _scan_log(file: BundleFile, pack: RulePack, scanner: Scanner, ctx: ClockCont
         stamp = log_time(pre.body, ctx)
         for rule, fields in matches:
             rank = _int(fields.get("rank"))
-            events.append(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
-                                task=pre.task, local_rank=pre.local_rank, offset=hit.offset,
-                                rank=rank if rank is not None else pre.rank,
-                                node=fields.get("node") or fields.get("host"), time=stamp, fields=fields))
+            events.append(
+                Event(
+                    rule=rule,
+                    source=source,
+                    line_no=hit.line_no,
+                    text=hit.text[:TEXT_CHARS],
+                    task=pre.task,
+                    local_rank=pre.local_rank,
+                    offset=hit.offset,
+                    rank=rank if rank is not None else pre.rank,
+                    node=fields.get("node") or fields.get("host"),
+                    time=stamp,
+                    fields=fields,
+                )
+            )
             hits[hit.line_no] = hit
     notes += [f"{source}: {n}" for n in said] + family_cap.notes(source)
     _place_untimed(file, events, hits, ctx, notes)
     return events
 
 
-def _place_untimed(file: BundleFile, events: list[Event], hits: dict[int, Hit], ctx: ClockContext,
-                   notes: list[str]) -> None:
+def _place_untimed(
+    file: BundleFile, events: list[Event], hits: dict[int, Hit], ctx: ClockContext, notes: list[str]
+) -> None:
     """Give untimed crash, marker and first-symptom lines the stamps of their neighbours.
 
     The neighbour of the same srun task is preferred (srun forwards each task's stream in
@@ -169,8 +182,16 @@ def _nearest_stamp(lines: Iterable[bytes], task: int | None, ctx: ClockContext) 
     return fallback
 
 
-def _scan_kernel(node: str, file: BundleFile, pack: RulePack, scanner: Scanner, ctx: ClockContext,
-                 window: tuple[datetime, datetime] | None, cap: int, notes: list[str]) -> list[Event]:
+def _scan_kernel(
+    node: str,
+    file: BundleFile,
+    pack: RulePack,
+    scanner: Scanner,
+    ctx: ClockContext,
+    window: tuple[datetime, datetime] | None,
+    cap: int,
+    notes: list[str],
+) -> list[Event]:
     source = file.rel
     family_cap = FamilyCap([r for r in pack.rules if r.applies_to("kernel")], cap)
     events: list[Event] = []
@@ -188,9 +209,20 @@ def _scan_kernel(node: str, file: BundleFile, pack: RulePack, scanner: Scanner, 
             outside += 1
             continue
         for rule, fields in matches:
-            events.append(Event(rule=rule, source=source, line_no=hit.line_no, text=hit.text[:TEXT_CHARS],
-                                task=None, rank=None, node=node, time=stamp, fields=fields,
-                                offset=hit.offset))
+            events.append(
+                Event(
+                    rule=rule,
+                    source=source,
+                    line_no=hit.line_no,
+                    text=hit.text[:TEXT_CHARS],
+                    task=None,
+                    rank=None,
+                    node=node,
+                    time=stamp,
+                    fields=fields,
+                    offset=hit.offset,
+                )
+            )
     notes += [f"{source}: {n}" for n in said] + family_cap.notes(source)
     if untimed:
         notes.append(f"{source}: {untimed} matching lines without a usable time (no boot_time for raw dmesg?)")
@@ -202,16 +234,22 @@ def _scan_kernel(node: str, file: BundleFile, pack: RulePack, scanner: Scanner, 
 def _node_context(bundle: Bundle, node: str, base: ClockContext) -> ClockContext:
     facts = bundle.facts.get(node)
     zone = zone_named(facts and facts.timezone, f"nodes/{node}.json: timezone", bundle.skipped)
-    return ClockContext(reference=base.reference, log_zone=base.log_zone, slurm_zone=base.slurm_zone,
-                        node_zone=zone, boot_time=parse_iso(facts and facts.boot_time))
+    return ClockContext(
+        reference=base.reference,
+        log_zone=base.log_zone,
+        slurm_zone=base.slurm_zone,
+        node_zone=zone,
+        boot_time=parse_iso(facts and facts.boot_time),
+    )
 
 
 def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline:
     job = bundle.job
     notes = bundle.skipped
     notes.extend(n for n in pack.skipped if n not in notes)
-    ctx = ClockContext(reference=job.start or job.end, log_zone=job.log_zone, slurm_zone=job.slurm_zone,
-                       node_zone=timezone.utc)
+    ctx = ClockContext(
+        reference=job.start or job.end, log_zone=job.log_zone, slurm_zone=job.slurm_zone, node_zone=timezone.utc
+    )
     margin = timedelta(seconds=pack.ordering.window_margin_s)
     window = (job.start - margin, job.end + margin) if job.start and job.end else None
 

@@ -42,12 +42,15 @@ class FamilyCap:
         return [k for k in keywords if k in live]
 
     def notes(self, source: str) -> list[str]:
-        return [f"{source}: {n} more '{family}' lines counted, not examined (limits.hits_per_family={self.cap})"
-                for family, n in sorted(self.cut.items())]
+        return [
+            f"{source}: {n} more '{family}' lines counted, not examined (limits.hits_per_family={self.cap})"
+            for family, n in sorted(self.cut.items())
+        ]
 
 
-def capped_hits(file: BundleFile, scanner: Scanner, keywords: Sequence[str], cap: FamilyCap,
-                notes: list[str]) -> Iterator[tuple[Hit, list[Rule]]]:
+def capped_hits(
+    file: BundleFile, scanner: Scanner, keywords: Sequence[str], cap: FamilyCap, notes: list[str]
+) -> Iterator[tuple[Hit, list[Rule]]]:
     """(hit, candidate rules) for each line of `file` some family with work left may match."""
     live, after, offset = list(keywords), 0, 0
     while live:

@@ -30,5 +30,5 @@ def strip_prefixes(line: str) -> Prefixed:
         task=int(task) if task is not None else None,
         local_rank=int(lrank) if lrank is not None else None,
         rank=int(rank) if rank is not None else None,
-        body=line[m.end():],
+        body=line[m.end() :],
     )

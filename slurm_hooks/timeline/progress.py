@@ -19,8 +19,9 @@ from slurm_hooks.timeline.scan import MAX_LINE, decode, line_terminator
 MAX_READ = 1 << 20  # bytes read after a marker at most
 
 
-def progress_after(root: Path, marker: Event, patterns: tuple[LinearPattern, ...], job: JobInfo,
-                   until_line: int | None = None) -> tuple[int, datetime | None] | None:
+def progress_after(
+    root: Path, marker: Event, patterns: tuple[LinearPattern, ...], job: JobInfo, until_line: int | None = None
+) -> tuple[int, datetime | None] | None:
     """(line number, time) of the first progress line of the marker's srun task after it, or None.
 
     `until_line` stops the search there (a crash in the same file); a marker without a task

@@ -36,8 +36,9 @@ class Hit:
 
 
 class Scanner(Protocol):
-    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
-             from_offset: int = 0) -> Iterator[Hit]:
+    def scan(
+        self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0, from_offset: int = 0
+    ) -> Iterator[Hit]:
         """Lines of `fh` holding any keyword, after line `after_line` (which starts at byte
         `from_offset`); what went wrong is appended to `notes`."""
         ...
@@ -78,28 +79,51 @@ class RipgrepScanner:
 
         resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
 
-    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
-             from_offset: int = 0) -> Iterator[Hit]:
+    def scan(
+        self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0, from_offset: int = 0
+    ) -> Iterator[Hit]:
         """Raises ScanFailed (after the hits it could give) when rg did not finish cleanly."""
         with tempfile.TemporaryFile() as patterns, tempfile.TemporaryFile() as errors:
             # Keywords through a file: no argv limit, and NUL bytes allowed.
             patterns.write(b"\n".join(k.encode() for k in keywords) + b"\n")
             patterns.flush()
-            cmd = [self.rg, "--no-config", "--text", "--fixed-strings", "--line-number", "--byte-offset",
-                   "--no-filename", "--no-heading", "--color=never", "--threads=1",
-                   f"--max-columns={self.line_bytes}", "--max-columns-preview",
-                   f"--file=/dev/fd/{patterns.fileno()}", "-"]
+            cmd = [
+                self.rg,
+                "--no-config",
+                "--text",
+                "--fixed-strings",
+                "--line-number",
+                "--byte-offset",
+                "--no-filename",
+                "--no-heading",
+                "--color=never",
+                "--threads=1",
+                f"--max-columns={self.line_bytes}",
+                "--max-columns-preview",
+                f"--file=/dev/fd/{patterns.fileno()}",
+                "-",
+            ]
             fh.seek(from_offset)  # rg reads stdin from here: its line 1 is our line `after_line`
             base = max(after_line - 1, 0)
-            with subprocess.Popen(cmd, stdin=fh, stdout=subprocess.PIPE, stderr=errors,
-                                  pass_fds=(patterns.fileno(),), preexec_fn=self._limit_memory) as proc:
+            with subprocess.Popen(
+                cmd,
+                stdin=fh,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                pass_fds=(patterns.fileno(),),
+                preexec_fn=self._limit_memory,
+            ) as proc:
                 assert proc.stdout is not None
                 finished = False
                 try:
                     for raw in proc.stdout:  # rg cuts each line at line_bytes (--max-columns)
                         parts = raw[: self.line_bytes + 256].split(b":", 2)
-                        if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() and \
-                                (line_no := base + int(parts[0])) > after_line:
+                        if (
+                            len(parts) == 3
+                            and parts[0].isdigit()
+                            and parts[1].isdigit()
+                            and (line_no := base + int(parts[0])) > after_line
+                        ):
                             yield Hit(line_no, from_offset + int(parts[1]), decode(parts[2][: self.line_bytes]))
                     finished = True
                 finally:
@@ -119,8 +143,9 @@ class PythonScanner:
     def __init__(self, line_bytes: int = MAX_LINE) -> None:
         self.line_bytes = line_bytes
 
-    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
-             from_offset: int = 0) -> Iterator[Hit]:
+    def scan(
+        self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0, from_offset: int = 0
+    ) -> Iterator[Hit]:
         """Hits after line `after_line`, reading from `from_offset` (the start of that line)."""
         needle = literal_needle(list(keywords))
         term = line_terminator(fh)
@@ -136,12 +161,12 @@ class PythonScanner:
                     continue
                 skipping, start = False, end + 1
             last = buf.rfind(term)
-            if last >= start and needle.search(buf[start:last + 1]) is None:  # no keyword: count lines only
+            if last >= start and needle.search(buf[start : last + 1]) is None:  # no keyword: count lines only
                 line_no += buf.count(term, start, last + 1)
                 start = last + 1
             while (end := buf.find(term, start)) >= 0 or len(buf) - start > keep:
                 line_no += 1
-                raw = buf[start:min(end, start + keep) if end >= 0 else start + keep]
+                raw = buf[start : min(end, start + keep) if end >= 0 else start + keep]
                 if line_no > after_line and needle.search(raw):
                     yield Hit(line_no, offset + start, decode(raw))
                 if end < 0:  # over-long line: the rest of it is read, never kept
@@ -160,8 +185,9 @@ class ResilientScanner:
         self.rg = RipgrepScanner(rg, line_bytes) if rg else None
         self.python = PythonScanner(line_bytes)
 
-    def scan(self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0,
-             from_offset: int = 0) -> Iterator[Hit]:
+    def scan(
+        self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0, from_offset: int = 0
+    ) -> Iterator[Hit]:
         if self.rg is None or line_terminator(fh) != b"\n":
             yield from self.python.scan(fh, keywords, notes, after_line, from_offset)
             return
