@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from slurm_hooks.config import Config
 
 
-def _config(path: str | None = None, strict: bool = True) -> Config:
+def cli_config(path: str | None = None, strict: bool = True) -> Config:
     """The configuration; a bad one is said in one line, then fatal (exit 2) or replaced by defaults."""
     from slurm_hooks.config import Config, ConfigError, load_config
 
@@ -36,7 +36,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     from slurm_hooks.render import to_text
     from slurm_hooks.rules import RulePackError, load_rule_pack
 
-    config = _config(strict=not args.no_site_rules)  # broken: an error, unless its rules are skipped
+    config = cli_config(strict=not args.no_site_rules)  # broken: an error, unless its rules are skipped
     site = () if args.no_site_rules else config.rule_files  # the Epilog's rule files, then --rules
     try:
         pack = load_rule_pack([*site, *args.rules], strict=True)
@@ -58,7 +58,7 @@ def _facts(args: argparse.Namespace) -> int:
     from slurm_hooks.facts import collect_facts
     from slurm_hooks.facts.gpu import NvmlQuery
 
-    config = _config(strict=False)
+    config = cli_config(strict=False)
     if args.host_root:
         config = config._replace(host_root=args.host_root)
     facts = collect_facts(config, NvmlQuery(config.budgets.nvml_call_s))
@@ -87,84 +87,10 @@ def _task_prolog(args: argparse.Namespace) -> int:
     return task_prolog.main(args.state_dir)
 
 
-def _flush(_args: argparse.Namespace) -> int:
-    from slurm_hooks.clock import SystemClock
-    from slurm_hooks.deliver.annotate import deliver_backlog
-    from slurm_hooks.deliver.outbox import Outbox
-    from slurm_hooks.hooklog import HookLog
-    from slurm_hooks.hooks.deps import slurm_client
-    from slurm_hooks.metrics import Metrics
-
-    config, clock = _config(), SystemClock()
-    started = clock.monotonic()
-    tally = deliver_backlog(
-        Outbox(Path(config.spool_dir)),
-        slurm_client(config),
-        HookLog(config.log_file, "flush"),
-        clock,
-        budget_s=300.0,
-        retention_days=config.retention_days,
-    )
-    Metrics(config.state_dir, config.metrics_file, str(Path(config.spool_dir) / "outbox")).hook_run(
-        "flush", clock.monotonic() - started, failed=tally.pending > 0
-    )
-    print(
-        f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
-        f"dropped {tally.dropped}, quarantined {tally.quarantined}"
-    )
-    return 0 if tally.pending == 0 else 1
-
-
-def _decode(args: argparse.Namespace) -> int:
-    import json
-
-    from slurm_hooks.slurm.annotation import decode
-
-    texts = [args.text] if args.text else []
-    if args.job:
-        from slurm_hooks.hooks.deps import slurm_client  # the configured backend, as the Epilog wrote it
-        from slurm_hooks.slurm.client import SlurmError
-
-        config = _config(strict=False)
-        try:  # only the field we write to: a record in the user's own Comment may be their forgery
-            comment, admin = slurm_client(config).accounting_comments(args.job)
-            texts = [admin if config.annotation.field == "admin_comment" else comment]
-        except SlurmError as exc:
-            print(f"slurm-hooks: {exc}", file=sys.stderr)
-            return 2
-    fields = next((f for t in texts if (f := decode(t)) is not None), None)
-    if fields is None:
-        print("slurm-hooks: no slurm-hooks/v1 record found", file=sys.stderr)
-        return 1
-    print(json.dumps(fields))
-    return 0
-
-
-def _collect(args: argparse.Namespace) -> int:
-    import tarfile
-
-    from slurm_hooks.spool import Spool
-
-    config = _config()
-    if not args.job_id.isdigit():
-        print(f"slurm-hooks: {args.job_id!r} is not a job id", file=sys.stderr)
-        return 2
-    job = Spool(config.spool_dir).job_dir(args.job_id)
-    if not (job / "bundle").is_dir():
-        print(f"slurm-hooks: no bundle for job {args.job_id} in {job.parent} on this node", file=sys.stderr)
-        return 1
-    with tarfile.open(args.output, "w:gz") as tar:
-        tar.add(job / "bundle", arcname=args.job_id)
-        if (job / "diagnosis.json").exists():
-            tar.add(job / "diagnosis.json", arcname=f"{args.job_id}/diagnosis.json")
-    print(args.output)
-    return 0
-
-
 def _report(args: argparse.Namespace) -> int:
     from slurm_hooks.report.run import main
 
-    return main(args, _config(args.config))
+    return main(args, cli_config(args.config))
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -176,13 +102,14 @@ def _doctor(args: argparse.Namespace) -> int:
 def _install_hooks(args: argparse.Namespace) -> int:
     from slurm_hooks.install import install_hooks
 
-    config = _config(args.config)
+    config = cli_config(args.config)
     for path in install_hooks(Path(args.dest), args.python or sys.executable, config, args.config):
         print(path)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from slurm_hooks.clispool import collect_command, decode_command, flush_command
     from slurm_hooks.report.args import add_report_arguments
 
     parser = argparse.ArgumentParser(
@@ -223,18 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_hook("epilog_slurmctld"))
 
     p = sub.add_parser("flush", help="deliver queued annotations to Slurm accounting (exit 1 if some remain)")
-    p.set_defaults(func=_flush)
+    p.set_defaults(func=flush_command)
 
     p = sub.add_parser("decode", help="read a slurm-hooks/v1 record back into fields (JSON)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("text", nargs="?", help="an AdminComment or Comment value")
     src.add_argument("--job", help="read the job's record from sacct, from the field annotation.field names")
-    p.set_defaults(func=_decode)
+    p.set_defaults(func=decode_command)
 
     p = sub.add_parser("collect", help="support bundle for a job from this node's spool")
     p.add_argument("job_id")
     p.add_argument("-o", "--output", required=True, help="FILE.tar.gz")
-    p.set_defaults(func=_collect)
+    p.set_defaults(func=collect_command)
 
     p = sub.add_parser("report", help="audit: failures across jobs, nodes, drivers, CDMM and scale, from accounting")
     add_report_arguments(p)

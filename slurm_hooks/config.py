@@ -3,13 +3,14 @@
 Path: $SLURM_HOOKS_CONFIG, else /etc/slurm-hooks/config.yaml. A missing default file means
 all defaults; a file that exists but is wrong is an error (hooks log it and carry on with defaults).
 
+Parsing and validating the YAML is configparse.py's, imported only when the cache below misses.
+
 NamedTuples, not dataclasses: every job start imports this module, and `dataclasses` (with inspect,
 ast, dis) plus the classes cost ~13 ms (bench/prolog_imports.py). Copy with `config._replace(k=v)`.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, NamedTuple
 
@@ -18,6 +19,7 @@ from slurm_hooks.safeio import atomic_write, read_small
 
 DEFAULT_PATH = "/etc/slurm-hooks/config.yaml"
 CACHE_DIR = DEFAULT_STATE_DIR
+_PARSER_FILE = os.path.join(os.path.dirname(__file__), "configparse.py")  # its mtime is in the cache key
 
 
 class ConfigError(ValueError):
@@ -88,114 +90,13 @@ class Config(NamedTuple):
     source: str = "(defaults)"
 
 
-_CHOICES = {
-    "annotation.field": ("admin_comment", "comment"),
-    "annotation.mode": ("all", "failures", "shadow"),
-    "slurm.backend": ("auto", "cli", "pyslurm"),
-    "ncore_sources.type": ("file", "env", "command"),
-    "annotator": ("epilog", "epilog_slurmctld"),
-}
-_Record = Config | Budgets | Annotation | Limits | Report | SlurmSettings | NcoreSource  # what a section becomes
-_SECTIONS: dict[str, type[_Record]] = {
+Record = Config | Budgets | Annotation | Limits | Report | SlurmSettings | NcoreSource  # what a section becomes
+SECTIONS: dict[str, type[Record]] = {
     "budgets": Budgets,
     "annotation": Annotation,
     "limits": Limits,
     "slurm": SlurmSettings,
 }
-
-
-def _check_keys(doc: dict[str, Any], cls: type[_Record], where: str, prefix: str) -> None:
-    known = set(cls._fields) - {"source"}
-    for key in doc:
-        if key not in known:
-            raise ConfigError(f"{where}: unknown key '{prefix}{key}' (known: {', '.join(sorted(known))})")
-
-
-def _scalar(value: Any, expected: type, where: str, key: str) -> Any:
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
-        raise ConfigError(f"{where}: key '{key}' must be {expected.__name__}, got {value!r}")
-    choices = _CHOICES.get(key)
-    if choices and value not in choices:
-        raise ConfigError(f"{where}: key '{key}' must be one of {', '.join(choices)}, got {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):  # YAML's .nan and .inf are floats
-        raise ConfigError(f"{where}: key '{key}' must be a finite number, got {value!r}")
-    if isinstance(value, (int, float)) and value < 0:
-        raise ConfigError(f"{where}: key '{key}' must not be negative, got {value!r}")
-    return value
-
-
-def _section(doc: Any, cls: type[_Record], where: str, prefix: str) -> Any:
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{where}: key '{prefix.rstrip('.')}' must be a mapping")
-    _check_keys(doc, cls, where, prefix)
-    defaults = cls._field_defaults
-    return cls(**{k: _scalar(v, type(defaults[k]), where, prefix + k) for k, v in doc.items()})
-
-
-def _ncore(items: Any, where: str) -> tuple[NcoreSource, ...]:
-    if not isinstance(items, list):
-        raise ConfigError(f"{where}: key 'ncore_sources' must be a list")
-    out = []
-    for i, item in enumerate(items):
-        key = f"ncore_sources[{i}]"
-        if not isinstance(item, dict) or "type" not in item:
-            raise ConfigError(f"{where}: key '{key}' must be a mapping with a 'type'")
-        _check_keys(item, NcoreSource, where, f"{key}.")
-        kind = _scalar(item["type"], str, where, "ncore_sources.type")
-        need = {"file": "path", "env": "name", "command": "argv"}[kind]
-        if not item.get(need):
-            raise ConfigError(f"{where}: key '{key}.{need}' is required for type {kind}")
-        argv = item.get("argv", [])
-        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
-            raise ConfigError(f"{where}: key '{key}.argv' must be a list of strings")
-        out.append(
-            NcoreSource(type=kind, path=str(item.get("path", "")), name=str(item.get("name", "")), argv=tuple(argv))
-        )
-    return tuple(out)
-
-
-def _report(doc: Any, where: str) -> Report:
-    import re
-
-    report: Report = _section(doc, Report, where, "report.")
-    try:
-        groups = re.compile(report.rack_pattern).groupindex
-    except re.error as exc:
-        raise ConfigError(f"{where}: key 'report.rack_pattern' is not a regular expression: {exc}") from None
-    if "rack" not in groups:
-        raise ConfigError(f"{where}: key 'report.rack_pattern' needs a group named rack: (?P<rack>...)")
-    return report
-
-
-def parse_config(text: str, where: str) -> Config:
-    import yaml  # deferred: ~25 ms, and the TaskProlog path never needs it
-
-    try:
-        doc = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError) as exc:
-        raise ConfigError(f"{where}: not valid YAML: {exc}") from None
-    if doc is None:
-        return Config(source=where)
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{where}: top level must be a mapping of keys to values")
-    _check_keys(doc, Config, where, "")
-    values: dict[str, Any] = {"source": where}
-    for key, value in doc.items():
-        if key in _SECTIONS:
-            values[key] = _section(value, _SECTIONS[key], where, f"{key}.")
-        elif key == "report":
-            values[key] = _report(value, where)
-        elif key == "ncore_sources":
-            values[key] = _ncore(value, where)
-        elif key == "rule_files":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{where}: key 'rule_files' must be a list of paths")
-            values[key] = tuple(value)
-        else:
-            values[key] = _scalar(value, type(getattr(Config(), key)), where, key)
-    return Config(**values)
 
 
 def config_path() -> str:
@@ -205,7 +106,7 @@ def config_path() -> str:
 def _to_dict(config: Config) -> dict[str, Any]:
     return {
         **config._asdict(),
-        **{k: getattr(config, k)._asdict() for k in (*_SECTIONS, "report")},
+        **{k: getattr(config, k)._asdict() for k in (*SECTIONS, "report")},
         "ncore_sources": [n._asdict() for n in config.ncore_sources],
     }
 
@@ -214,7 +115,7 @@ def _from_dict(doc: dict[str, Any]) -> Config:
     return Config(
         **{
             **doc,
-            **{k: cls(**doc[k]) for k, cls in {**_SECTIONS, "report": Report}.items()},
+            **{k: cls(**doc[k]) for k, cls in {**SECTIONS, "report": Report}.items()},
             "ncore_sources": tuple(NcoreSource(**{**n, "argv": tuple(n["argv"])}) for n in doc["ncore_sources"]),
             "rule_files": tuple(doc["rule_files"]),
         }
@@ -242,8 +143,9 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(f"{path}: configuration file not found") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read configuration ({exc.strerror})") from None
-    # This module's own mtime too: an upgrade may change defaults or fields.
-    key = f"{path}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{os.stat(__file__).st_mtime_ns}"
+    # This module's own mtime too, and its parser's: an upgrade may change defaults, fields or checks.
+    code = ":".join(str(os.stat(f).st_mtime_ns) for f in (__file__, _PARSER_FILE))
+    key = f"{path}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{code}"
     cache = _cache_path()
     try:
         cached = json.loads(read_small(cache))
@@ -251,6 +153,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
             return _from_dict(cached["config"])
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no cache, or a stale or damaged one: parse the file
+    from slurm_hooks.configparse import parse_config  # deferred: a cached config needs neither it nor PyYAML
+
     try:
         with open(path, encoding="utf-8") as fh:
             config = parse_config(fh.read(), path)

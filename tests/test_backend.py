@@ -14,7 +14,7 @@ import pytest
 
 from slurm_hooks.config import Config, SlurmSettings
 from slurm_hooks.slurm.backend import choose_backend, open_slurm
-from slurm_hooks.slurm.client import SlurmCli
+from slurm_hooks.slurm.cli_backend import SlurmCli
 from slurm_hooks.slurm.pyslurm_backend import SlurmPyslurm
 from slurm_hooks.slurm.pyslurm_matrix import matching_tag, slurm_line
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from slurm_hooks.slurm.annotation import decode
-from slurm_hooks.slurm.client import AccountingRow, JobRecord, NotInAccountingYet, Slurm, SlurmCli, SlurmError
+from slurm_hooks.slurm.cli_backend import SlurmCli
+from slurm_hooks.slurm.client import AccountingRow, JobRecord, NotInAccountingYet, Slurm, SlurmError
 from tests import devcluster as dc
 
 pytestmark = pytest.mark.slurm

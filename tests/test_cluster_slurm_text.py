@@ -12,7 +12,7 @@ import time
 import pytest
 
 from slurm_hooks.slurm.annotation import MARK
-from slurm_hooks.slurm.client import SlurmCli
+from slurm_hooks.slurm.cli_backend import SlurmCli
 from tests import devcluster as dc
 
 pytestmark = pytest.mark.slurm

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from slurm_hooks.slurm.annotation import decode
-from slurm_hooks.slurm.client import SlurmCli, SlurmError
+from slurm_hooks.slurm.cli_backend import SlurmCli
+from slurm_hooks.slurm.client import SlurmError
 from tests import devcluster as dc
 from tests.reliability import Row, record
 

@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 import pytest
 
 from slurm_hooks.config import Annotation, Config
-from slurm_hooks.report.aggregate import wilson
 from slurm_hooks.report.read import Filters
 from slurm_hooks.report.run import parse_when, render, report
+from slurm_hooks.report.stats import wilson
 from slurm_hooks.slurm.client import AccountingRow
 
 SINCE, UNTIL = datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 12, 1, tzinfo=timezone.utc)

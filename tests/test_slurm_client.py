@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slurm_hooks.slurm.client import NotInAccountingYet, SlurmCli, SlurmError, split_rows, wait_status
+from slurm_hooks.slurm.cli_backend import SlurmCli, split_rows, wait_status
+from slurm_hooks.slurm.client import NotInAccountingYet, SlurmError
 from slurm_hooks.slurm.patterns import MAX_PATH, expand
 
 HOSTILE_NAME = "train BatchHost=nowhere ExitCode=0:0"

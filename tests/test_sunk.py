@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from slurm_hooks.config import parse_config
+from slurm_hooks.configparse import parse_config
 from slurm_hooks.install import RUN_PARTS_NAME, hook_files
 
 SUNK = Path(__file__).resolve().parent.parent / "deploy" / "sunk"

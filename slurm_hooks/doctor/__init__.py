@@ -16,13 +16,13 @@ from slurm_hooks.doctor.checks import (
     Finding,
     check_config,
     check_dir,
-    check_hooks,
     check_kernel_log,
     check_metrics,
     check_nvml,
     check_outbox,
     check_slurm,
 )
+from slurm_hooks.doctor.hook_scripts import check_hooks
 from slurm_hooks.proc import TOOL_ENV, run_bounded
 
 __all__ = ["DoctorDeps", "Finding", "doctor", "main", "real_deps", "report", "run_checks"]

@@ -3,7 +3,6 @@ root node, day and group, never a list of jobs (samples of job ids are capped)."
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -11,47 +10,12 @@ from typing import Any
 from slurm_hooks.report.coverage import REASONS, SpoolView
 from slurm_hooks.report.read import Job
 from slurm_hooks.report.records import BUCKETS, OURS
+from slurm_hooks.report.stats import NODE_BUCKETS, NODE_NAMES, RACK_BUCKETS, RACK_NAMES, rate
 
 SCHEMA = "slurm-hooks-report/1"
-NODE_BUCKETS = (
-    (0, "0"),
-    (1, "1"),
-    (2, "2"),
-    (4, "3-4"),
-    (8, "5-8"),
-    (16, "9-16"),
-    (32, "17-32"),
-    (64, "33-64"),
-    (10**9, "65+"),
-)
-RACK_BUCKETS = ((0, "0"), (1, "1"), (2, "2"), (4, "3-4"), (8, "5-8"), (10**9, "9+"))
 UNRECORDED = "(no record)"  # failed, but no record the report may trust
 SAMPLE = 100
 GROUPS = ("partition", "user", "account")
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval: 1 failure in 3 jobs reads 6%-79%, not 33%."""
-    if n == 0:
-        return 0.0, 0.0
-    p = k / n
-    d = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / d
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def rate(k: int, n: int) -> dict[str, Any]:
-    low, high = wilson(k, n)
-    return {"rate": round(k / n, 4) if n else 0.0, "ci_low": round(low, 4), "ci_high": round(high, 4)}
-
-
-def _lookup(buckets: tuple[tuple[int, str], ...]) -> list[str]:
-    """Bucket names indexed by count up to the last finite bound (beyond it: the last name)."""
-    return [next(name for top, name in buckets if n <= top) for n in range(buckets[-2][0] + 2)]
-
-
-_NODE_NAMES, _RACK_NAMES = _lookup(NODE_BUCKETS), _lookup(RACK_BUCKETS)
 
 
 class Tally:
@@ -166,8 +130,8 @@ class Tally:
             ],
             "configs": self._configs(),
             "scale": {
-                "nodes": self._scale(3, _NODE_NAMES, NODE_BUCKETS),
-                "racks": self._scale(4, _RACK_NAMES, RACK_BUCKETS),
+                "nodes": self._scale(3, NODE_NAMES, NODE_BUCKETS),
+                "racks": self._scale(4, RACK_NAMES, RACK_BUCKETS),
             },
             "root_nodes": self._roots(),
             "root_racks": self._root_racks(),

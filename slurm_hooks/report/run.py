@@ -95,7 +95,8 @@ def render(doc: dict[str, Any], fmt: str, group_by: str | None) -> str:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     """`slurm-hooks report`: 0 done, 1 Slurm or the input failed, 2 bad arguments."""
-    from slurm_hooks.slurm.client import SlurmCli, SlurmError
+    from slurm_hooks.slurm.cli_backend import SlurmCli
+    from slurm_hooks.slurm.client import SlurmError
 
     now = datetime.now().astimezone()
     try:

@@ -81,7 +81,7 @@ def select(config: Config) -> Choice:
 def open_slurm(config: Config, log: Log | None = None, choice: Choice | None = None) -> Slurm:
     """The Slurm client for this run, and one log line saying which and why (a warning on fallback)."""
     from slurm_hooks.hooklog import HookLog
-    from slurm_hooks.slurm.client import SlurmCli
+    from slurm_hooks.slurm.cli_backend import SlurmCli
 
     log = log or HookLog(config.log_file, "slurm-hooks")
     choice = choice or select(config)

@@ -1,0 +1,87 @@
+"""The `slurm-hooks` subcommands that work on this node's spool: `flush` its outbox to accounting,
+`decode` an annotation record back into fields, `collect` a job's bundle for support.
+
+Like cli.py, imports deferred to the call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from slurm_hooks.cli import cli_config
+
+
+def flush_command(_args: argparse.Namespace) -> int:
+    from slurm_hooks.clock import SystemClock
+    from slurm_hooks.deliver.annotate import deliver_backlog
+    from slurm_hooks.deliver.outbox import Outbox
+    from slurm_hooks.hooklog import HookLog
+    from slurm_hooks.hooks.deps import slurm_client
+    from slurm_hooks.metrics import Metrics
+
+    config, clock = cli_config(), SystemClock()
+    started = clock.monotonic()
+    tally = deliver_backlog(
+        Outbox(Path(config.spool_dir)),
+        slurm_client(config),
+        HookLog(config.log_file, "flush"),
+        clock,
+        budget_s=300.0,
+        retention_days=config.retention_days,
+    )
+    Metrics(config.state_dir, config.metrics_file, str(Path(config.spool_dir) / "outbox")).hook_run(
+        "flush", clock.monotonic() - started, failed=tally.pending > 0
+    )
+    print(
+        f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
+        f"dropped {tally.dropped}, quarantined {tally.quarantined}"
+    )
+    return 0 if tally.pending == 0 else 1
+
+
+def decode_command(args: argparse.Namespace) -> int:
+    import json
+
+    from slurm_hooks.slurm.annotation import decode
+
+    texts = [args.text] if args.text else []
+    if args.job:
+        from slurm_hooks.hooks.deps import slurm_client  # the configured backend, as the Epilog wrote it
+        from slurm_hooks.slurm.client import SlurmError
+
+        config = cli_config(strict=False)
+        try:  # only the field we write to: a record in the user's own Comment may be their forgery
+            comment, admin = slurm_client(config).accounting_comments(args.job)
+            texts = [admin if config.annotation.field == "admin_comment" else comment]
+        except SlurmError as exc:
+            print(f"slurm-hooks: {exc}", file=sys.stderr)
+            return 2
+    fields = next((f for t in texts if (f := decode(t)) is not None), None)
+    if fields is None:
+        print("slurm-hooks: no slurm-hooks/v1 record found", file=sys.stderr)
+        return 1
+    print(json.dumps(fields))
+    return 0
+
+
+def collect_command(args: argparse.Namespace) -> int:
+    import tarfile
+
+    from slurm_hooks.spool import Spool
+
+    config = cli_config()
+    if not args.job_id.isdigit():
+        print(f"slurm-hooks: {args.job_id!r} is not a job id", file=sys.stderr)
+        return 2
+    job = Spool(config.spool_dir).job_dir(args.job_id)
+    if not (job / "bundle").is_dir():
+        print(f"slurm-hooks: no bundle for job {args.job_id} in {job.parent} on this node", file=sys.stderr)
+        return 1
+    with tarfile.open(args.output, "w:gz") as tar:
+        tar.add(job / "bundle", arcname=args.job_id)
+        if (job / "diagnosis.json").exists():
+            tar.add(job / "diagnosis.json", arcname=f"{args.job_id}/diagnosis.json")
+    print(args.output)
+    return 0

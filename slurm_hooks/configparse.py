@@ -1,0 +1,114 @@
+"""The config file's YAML text -> a validated Config; errors name the file, the key and what was expected.
+
+Apart from config.py because only a changed file needs it: load_config answers from its cache without
+importing this module (or PyYAML), and every job start's Prolog loads the config.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from slurm_hooks.config import SECTIONS, Config, ConfigError, NcoreSource, Record, Report
+
+_CHOICES = {
+    "annotation.field": ("admin_comment", "comment"),
+    "annotation.mode": ("all", "failures", "shadow"),
+    "slurm.backend": ("auto", "cli", "pyslurm"),
+    "ncore_sources.type": ("file", "env", "command"),
+    "annotator": ("epilog", "epilog_slurmctld"),
+}
+
+
+def _check_keys(doc: dict[str, Any], cls: type[Record], where: str, prefix: str) -> None:
+    known = set(cls._fields) - {"source"}
+    for key in doc:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key '{prefix}{key}' (known: {', '.join(sorted(known))})")
+
+
+def _scalar(value: Any, expected: type, where: str, key: str) -> Any:
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+        raise ConfigError(f"{where}: key '{key}' must be {expected.__name__}, got {value!r}")
+    choices = _CHOICES.get(key)
+    if choices and value not in choices:
+        raise ConfigError(f"{where}: key '{key}' must be one of {', '.join(choices)}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):  # YAML's .nan and .inf are floats
+        raise ConfigError(f"{where}: key '{key}' must be a finite number, got {value!r}")
+    if isinstance(value, (int, float)) and value < 0:
+        raise ConfigError(f"{where}: key '{key}' must not be negative, got {value!r}")
+    return value
+
+
+def _section(doc: Any, cls: type[Record], where: str, prefix: str) -> Any:
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: key '{prefix.rstrip('.')}' must be a mapping")
+    _check_keys(doc, cls, where, prefix)
+    defaults = cls._field_defaults
+    return cls(**{k: _scalar(v, type(defaults[k]), where, prefix + k) for k, v in doc.items()})
+
+
+def _ncore(items: Any, where: str) -> tuple[NcoreSource, ...]:
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}: key 'ncore_sources' must be a list")
+    out = []
+    for i, item in enumerate(items):
+        key = f"ncore_sources[{i}]"
+        if not isinstance(item, dict) or "type" not in item:
+            raise ConfigError(f"{where}: key '{key}' must be a mapping with a 'type'")
+        _check_keys(item, NcoreSource, where, f"{key}.")
+        kind = _scalar(item["type"], str, where, "ncore_sources.type")
+        need = {"file": "path", "env": "name", "command": "argv"}[kind]
+        if not item.get(need):
+            raise ConfigError(f"{where}: key '{key}.{need}' is required for type {kind}")
+        argv = item.get("argv", [])
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise ConfigError(f"{where}: key '{key}.argv' must be a list of strings")
+        out.append(
+            NcoreSource(type=kind, path=str(item.get("path", "")), name=str(item.get("name", "")), argv=tuple(argv))
+        )
+    return tuple(out)
+
+
+def _report(doc: Any, where: str) -> Report:
+    import re
+
+    report: Report = _section(doc, Report, where, "report.")
+    try:
+        groups = re.compile(report.rack_pattern).groupindex
+    except re.error as exc:
+        raise ConfigError(f"{where}: key 'report.rack_pattern' is not a regular expression: {exc}") from None
+    if "rack" not in groups:
+        raise ConfigError(f"{where}: key 'report.rack_pattern' needs a group named rack: (?P<rack>...)")
+    return report
+
+
+def parse_config(text: str, where: str) -> Config:
+    import yaml  # deferred: ~25 ms, and the TaskProlog path never needs it
+
+    try:
+        doc = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise ConfigError(f"{where}: not valid YAML: {exc}") from None
+    if doc is None:
+        return Config(source=where)
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: top level must be a mapping of keys to values")
+    _check_keys(doc, Config, where, "")
+    values: dict[str, Any] = {"source": where}
+    for key, value in doc.items():
+        if key in SECTIONS:
+            values[key] = _section(value, SECTIONS[key], where, f"{key}.")
+        elif key == "report":
+            values[key] = _report(value, where)
+        elif key == "ncore_sources":
+            values[key] = _ncore(value, where)
+        elif key == "rule_files":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: key 'rule_files' must be a list of paths")
+            values[key] = tuple(value)
+        else:
+            values[key] = _scalar(value, type(getattr(Config(), key)), where, key)
+    return Config(**values)

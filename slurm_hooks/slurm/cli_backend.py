@@ -1,0 +1,197 @@
+"""The command-line implementation of the Slurm Protocol (client.py), on Slurm 22.05's CLI: squeue,
+sacct, sacctmgr and scontrol, each field followed by a separator the job cannot know."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from slurm_hooks.proc import TOOL_ENV, run_bounded
+from slurm_hooks.slurm.client import (
+    AccountingRow,
+    JobRecord,
+    NotInAccountingYet,
+    SlurmError,
+    final_state,
+    fresh_separator,
+)
+from slurm_hooks.slurm.patterns import expand
+
+
+class Runner(Protocol):
+    def __call__(
+        self, argv: Sequence[str], timeout_s: float, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]: ...
+
+
+def split_rows(text: str, sep: str, width: int) -> list[list[str]]:
+    """Rows of `width` fields, each field followed by `sep` and each row by a newline (squeue -O
+    with `sep` as every field's suffix, `sacct -p --delimiter=sep`). Counts are checked: output
+    that does not fit this shape raises instead of shifting fields."""
+    if not text:
+        return []
+    parts = text.split(sep)
+    if parts[-1] != "\n" or (len(parts) - 1) % width:
+        raise SlurmError(f"unexpected output shape ({len(parts) - 1} fields for rows of {width})")
+    rows = [parts[i : i + width] for i in range(0, len(parts) - 1, width)]
+    for row in rows[1:]:
+        if not row[0].startswith("\n"):
+            raise SlurmError("unexpected output shape (row not on its own line)")
+        row[0] = row[0][1:]
+    return rows
+
+
+def wait_status(raw: str) -> str:
+    """squeue's exit_code is a wait(2) status: 35584 -> 139:0, 11 -> 0:11 (scontrol's ExitCode form)."""
+    if not raw.isdigit():
+        return raw if re.fullmatch(r"\d+:\d+", raw) else ""
+    status = int(raw)
+    return f"0:{status & 0x7F}" if status & 0x7F else f"{status >> 8}:0"
+
+
+_SQUEUE_FIELDS = (
+    "JobID",
+    "State",
+    "Reason",
+    "exit_code",
+    "DerivedEC",
+    "StartTime",
+    "EndTime",
+    "NodeList",
+    "BatchHost",
+    "STDOUT",
+    "STDERR",
+    "WorkDir",
+    "Comment",
+    "admin_comment",
+    "Name",
+    "UserName",
+    "ArrayJobID",
+    "ArrayTaskID",
+)
+
+
+_NOT_SET = ("N/A", "n/a", "(null)")  # squeue's words for a field with no value
+
+
+def _output_path(show: dict[str, str], key: str) -> str:
+    """squeue gives the --output/--error pattern; expand it as slurmctld does (scontrol's StdOut)."""
+    pattern = show[key]
+    if not pattern:
+        return ""
+    array = show["ArrayTaskID"] if show["ArrayTaskID"].isdigit() else None
+    values = {
+        "j": show["JobID"],
+        "J": show["JobID"],
+        "x": show["Name"],
+        "u": show["UserName"],
+        "N": show["BatchHost"],
+        "n": "0",
+        "t": "0",
+        "s": "batch",
+        "%": "%",
+        "A": show["ArrayJobID"] if array else show["JobID"],
+        **({"a": array} if array else {}),
+    }
+    return expand(pattern, values) or ""
+
+
+class SlurmCli:
+    """Slurm's commands; `runner` is run_bounded, or a test's recorded answers."""
+
+    def __init__(self, timeout_s: float, accounting_timeout_s: float = 3600.0, runner: Runner = run_bounded) -> None:
+        self.timeout = timeout_s
+        self.accounting_timeout = accounting_timeout_s  # a year of a large cluster takes sacct a while
+        self.runner = runner
+
+    def _run(self, *argv: str) -> str:
+        try:
+            out = self.runner(argv, self.timeout, env=TOOL_ENV)
+        except subprocess.TimeoutExpired:
+            raise SlurmError(f"{argv[0]} did not answer within {self.timeout:g}s") from None
+        except OSError as exc:
+            raise SlurmError(f"{argv[0]}: {exc.strerror or exc}") from None
+        if out.returncode != 0:
+            detail = (out.stderr or out.stdout).decode(errors="replace").strip().splitlines()
+            raise SlurmError(f"{' '.join(argv[:3])}: exit {out.returncode}: {detail[-1] if detail else ''}")
+        return out.stdout.decode(errors="replace")
+
+    def job(self, job_id: str) -> JobRecord:
+        """slurmctld's view (works while slurmdbd is down), with sacct's final state when it has one.
+
+        squeue, not `scontrol show job`: its Key=Value text cannot be split safely, since a job
+        name or comment may itself hold ` BatchHost=x ExitCode=0:0`, and two such fields with
+        keys between them are ambiguous whatever the parser. squeue prints fields we choose,
+        each followed by a separator the job cannot know.
+        """
+        sep = fresh_separator()
+        fmt = ",".join(f"{name}:0{sep}" for name in _SQUEUE_FIELDS)  # width 0: never cut
+        rows = split_rows(self._run("squeue", "-h", "-t", "all", "-j", job_id, "-O", fmt), sep, len(_SQUEUE_FIELDS))
+        ours = [dict(zip(_SQUEUE_FIELDS, row, strict=True)) for row in rows if row[0] == job_id]
+        if len(ours) != 1:
+            raise SlurmError(f"squeue: {len(ours)} records for job {job_id}")
+        show = {k: "" if v in _NOT_SET else v for k, v in ours[0].items()}
+        exit_code = wait_status(show["exit_code"])
+        state = final_state(show["State"], exit_code, show["Reason"])
+        derived = wait_status(show["DerivedEC"])
+        try:
+            final, derived_final = self._accounting(job_id, "State", "DerivedExitCode")
+            state, derived = final.split(" ")[0] or state, derived_final or derived
+        except SlurmError:
+            pass
+        return JobRecord(
+            job_id=job_id,
+            state=state,
+            exit_code=exit_code,
+            derived_exit_code=derived,
+            start=show["StartTime"],
+            end=show["EndTime"],
+            node_list=show["NodeList"],
+            batch_host=show["BatchHost"],
+            std_out=_output_path(show, "STDOUT"),
+            std_err=_output_path(show, "STDERR"),
+            work_dir=show["WorkDir"],
+            comment=show["Comment"],
+            admin_comment=show["admin_comment"],
+        )
+
+    def _accounting(self, job_id: str, *fields: str) -> list[str]:
+        """One job's fields from sacct (-X: the job, not its steps); NotInAccountingYet when absent."""
+        sep = fresh_separator()
+        out = self._run(
+            "sacct", "-n", "-X", "-p", f"--delimiter={sep}", "-j", job_id, "-o", ",".join(("JobIDRaw", *fields))
+        )
+        rows = [row for row in split_rows(out, sep, len(fields) + 1) if row[0] == job_id]
+        if not rows:
+            raise NotInAccountingYet(f"sacct: no accounting record for job {job_id} yet")
+        return rows[-1][1:]
+
+    def accounting_comments(self, job_id: str) -> tuple[str, str]:
+        """(Comment, AdminComment) as stored in accounting."""
+        comment, admin = self._accounting(job_id, "Comment", "AdminComment")
+        return comment, admin
+
+    def set_job_field(self, job_id: str, field: str, value: str) -> None:
+        """sacctmgr is the one tool that edits a finished job (scontrol answers 'already finished')."""
+        key = {"admin_comment": "AdminComment", "comment": "Comment"}[field]
+        try:
+            out = self._run("sacctmgr", "-i", "modify", "job", "where", f"jobid={job_id}", "set", f"{key}={value}")
+        except SlurmError as exc:  # 22.05 exits 1 when no record matched (the contract test shows it)
+            if "didn't affect anything" not in str(exc):
+                raise
+            out = "Nothing modified"
+        if "Nothing modified" in out:
+            raise NotInAccountingYet(f"sacctmgr: job {job_id} not in accounting yet")
+
+    def hostnames(self, node_list: str) -> list[str]:
+        return self._run("scontrol", "show", "hostnames", node_list).split()
+
+    def accounting_between(self, since: datetime, until: datetime) -> Iterator[AccountingRow]:
+        """Every job (all users) in the window, streamed from sacct: memory stays flat for millions."""
+        from slurm_hooks.slurm.accounting import sacct_argv, stream_rows
+
+        sep = fresh_separator()  # no comment can hold it, so none can forge a row
+        yield from stream_rows(sacct_argv(since, until, sep), self.accounting_timeout, sep)
