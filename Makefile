@@ -23,7 +23,7 @@ test-unit: venv  ## everything that needs no Slurm daemons
 
 test: venv browser pyslurm  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
 	$(MAKE) cluster-up
-	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q -m "not reliability"; rc=$$?; $(MAKE) cluster-down; exit $$rc
+	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q --durations=15 -m "not reliability"; rc=$$?; $(MAKE) cluster-down; exit $$rc
 
 PROPERTY_TESTS := tests/test_annotation.py tests/test_slurm_client.py tests/test_hooklog.py tests/test_bad_input.py \
 	tests/test_bundle_limits.py tests/test_clocks_properties.py

@@ -18,7 +18,7 @@ SCENARIOS = TESTS.parent.parent / "shared" / "scenarios"
 # Property tests: a small example budget in `make test`, a large one in `make reliability`
 # (HYPOTHESIS_PROFILE=reliability). No deadline: the machine is shared, timing is not the property.
 settings.register_profile("quick", max_examples=60, deadline=None)
-settings.register_profile("reliability", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("reliability", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 

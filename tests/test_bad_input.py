@@ -101,9 +101,11 @@ def test_100mb_single_line_keeps_memory_bounded(tmp_path: Path) -> None:
         chunk = b"Watchdog caught " + b"z" * (1 << 20)
         for _ in range(100):
             fh.write(chunk)  # 100 MiB, one line, no newline, and it matches a keyword
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forked parent (pytest, which may
+    # be large by now) across exec, while VmHWM belongs to the new process image alone.
     code = (
-        "import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)"
+        "import re, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1], file=sys.stderr); sys.exit(rc)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, "diagnose", "--json", str(root)], capture_output=True, text=True, timeout=300
