@@ -22,6 +22,18 @@ settings.register_profile("reliability", max_examples=1000, deadline=None, suppr
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
+# A one-node job that segfaults during a checkpoint save: the smallest bundle with a known verdict.
+JOB = {
+    "job_id": "42",
+    "state": "FAILED",
+    "exit_code": "139:0",
+    "start_time": "2026-01-05T10:00:00+00:00",
+    "end_time": "2026-01-05T11:00:00+00:00",
+    "nodes": ["n1"],
+}
+CRASH = "0: [2026-01-05 10:30:00] saving checkpoint at iteration 10\n0: !!!!!!! Segfault encountered !!!!!!!\n"
+
+
 @pytest.fixture(autouse=True)
 def private_config_cache(tmp_path_factory, monkeypatch) -> None:
     """Tests that load configs keep their JSON cache out of /run/slurm-hooks."""

@@ -13,17 +13,7 @@ import pytest
 
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose import diagnose
-from tests.conftest import write_bundle
-
-JOB = {
-    "job_id": "42",
-    "state": "FAILED",
-    "exit_code": "139:0",
-    "start_time": "2026-01-05T10:00:00+00:00",
-    "end_time": "2026-01-05T11:00:00+00:00",
-    "nodes": ["n1"],
-}
-CRASH = "0: [2026-01-05 10:30:00] saving checkpoint at iteration 10\n0: !!!!!!! Segfault encountered !!!!!!!\n"
+from tests.conftest import CRASH, JOB, write_bundle
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

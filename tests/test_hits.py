@@ -11,17 +11,7 @@ from slurm_hooks.config import Limits
 from slurm_hooks.diagnose import diagnose
 from slurm_hooks.timeline.hits import RESCAN_AFTER
 from slurm_hooks.timeline.scan import Hit, ResilientScanner, find_rg
-from tests.conftest import write_bundle
-
-JOB = {
-    "job_id": "42",
-    "state": "FAILED",
-    "exit_code": "139:0",
-    "start_time": "2026-01-05T10:00:00+00:00",
-    "end_time": "2026-01-05T11:00:00+00:00",
-    "nodes": ["n1"],
-}
-CRASH = "0: [2026-01-05 10:30:00] saving checkpoint at iteration 10\n0: !!!!!!! Segfault encountered !!!!!!!\n"
+from tests.conftest import CRASH, JOB, write_bundle
 
 
 class CountingScanner:
