@@ -124,6 +124,12 @@ def test_accounting_between_gives_the_same_rows(backends: dict[str, Slurm], fini
     ok = dc.submit("echo fine")
     assert dc.wait(ok) == "COMPLETED"
     in_accounting(ok)
+    # slurmdbd records a just-ended job's Eligible time a few seconds after its final state, and
+    # sacct's -S/-E window selects on it: until then the job is in accounting but in no window.
+    deadline = time.monotonic() + 30
+    while dc.sacct_fields(ok, "Eligible")[0] in ("", "Unknown"):
+        assert time.monotonic() < deadline, f"job {ok} has no Eligible time in accounting"
+        time.sleep(0.3)
     until = datetime.now().astimezone() + timedelta(minutes=1)
     rows = {name: {r.job_id: r for r in backends[name].accounting_between(since, until)} for name in BACKENDS}
     assert {ok, finished} <= set(rows["cli"]) and set(rows["cli"]) == set(rows["pyslurm"])
