@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slurm_hooks.slurm.cli_backend import SlurmCli, split_rows, wait_status
-from slurm_hooks.slurm.client import NotInAccountingYet, SlurmError
+from slurm_hooks.slurm.client import NotInAccountingYet, SlurmError, settled_state
 from slurm_hooks.slurm.patterns import MAX_PATH, expand
 
 HOSTILE_NAME = "train BatchHost=nowhere ExitCode=0:0"
@@ -134,3 +134,10 @@ def test_pattern_expansion_is_bounded(pattern: str, expected: str | None) -> Non
 def test_pattern_expansion_never_exceeds_path_max(pattern: str, name: str) -> None:
     got = expand(pattern, {"j": "42", "x": name, "%": "%"})
     assert got is None or len(got) <= MAX_PATH
+
+
+def test_accounting_state_counts_only_once_it_says_how_the_job_ended() -> None:
+    assert settled_state("PENDING", "RUNNING") == "RUNNING"  # slurmdbd lags slurmctld
+    assert settled_state("RUNNING", "TIMEOUT") == "TIMEOUT"  # the Epilog's COMPLETING job, read via its Reason
+    assert settled_state("CANCELLED by 1001", "COMPLETING") == "CANCELLED"
+    assert settled_state("", "FAILED") == "FAILED"

@@ -17,6 +17,7 @@ from slurm_hooks.slurm.client import (
     SlurmError,
     final_state,
     fresh_separator,
+    settled_state,
 )
 from slurm_hooks.slurm.patterns import expand
 
@@ -139,7 +140,7 @@ class SlurmCli:
         derived = wait_status(show["DerivedEC"])
         try:
             final, derived_final = self._accounting(job_id, "State", "DerivedExitCode")
-            state, derived = final.split(" ")[0] or state, derived_final or derived
+            state, derived = settled_state(final, state), derived_final or derived
         except SlurmError:
             pass
         return JobRecord(

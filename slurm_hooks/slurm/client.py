@@ -95,3 +95,16 @@ def final_state(state: str, exit_code: str, reason: str) -> str:
     if state != "COMPLETING":
         return state
     return _REASON_STATE.get(reason, "COMPLETED" if exit_code == "0:0" and reason == "None" else state)
+
+
+# States in which a job has ended, as accounting names them (sacct adds "by UID" to CANCELLED).
+ENDED = frozenset(
+    ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE")
+)
+
+
+def settled_state(stored: str, live: str) -> str:
+    """Accounting's state once it says how the job ended; slurmctld's while accounting lags behind
+    (slurmdbd may still say PENDING for a running job, or RUNNING for one the Epilog sees ending)."""
+    first = stored.split(" ")[0]
+    return first if first in ENDED else live

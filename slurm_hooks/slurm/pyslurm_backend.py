@@ -20,7 +20,14 @@ from datetime import datetime
 from types import ModuleType
 from typing import Any
 
-from slurm_hooks.slurm.client import AccountingRow, JobRecord, NotInAccountingYet, SlurmError, final_state
+from slurm_hooks.slurm.client import (
+    AccountingRow,
+    JobRecord,
+    NotInAccountingYet,
+    SlurmError,
+    final_state,
+    settled_state,
+)
 
 
 def _stamp(epoch: int | None) -> str:
@@ -86,7 +93,7 @@ class SlurmPyslurm:
 
         return replace(
             record,
-            state=(stored.state or "").split(" ")[0] or state,
+            state=settled_state(stored.state or "", state),
             derived_exit_code=_exit(stored.derived_exit_code, stored.derived_exit_code_signal),
         )
 
