@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,19 +37,27 @@ def run_bounded(
         env=env,
         **popen,
     )
-    _live.add(proc.pid)
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.communicate()
-        raise
-    finally:
-        _live.discard(proc.pid)
+    with killed_on_hook_exit(proc.pid):
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_group(proc.pid)
+            proc.communicate()
+            raise
     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
-def _kill_group(pid: int) -> None:
+@contextlib.contextmanager
+def killed_on_hook_exit(pid: int) -> Iterator[None]:
+    """While the block runs, `pid`'s process group is one that kill_all ends (the pid leads its session)."""
+    _live.add(pid)
+    try:
+        yield
+    finally:
+        _live.discard(pid)
+
+
+def kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
@@ -57,4 +65,4 @@ def _kill_group(pid: int) -> None:
 def kill_all() -> None:
     """Called when a hook runs out of time: nothing it started may be left behind."""
     for pid in list(_live):
-        _kill_group(pid)
+        kill_group(pid)

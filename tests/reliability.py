@@ -38,6 +38,7 @@ class Row:
     peak_rss_mb: float
     slurm_calls: str = ""  # Slurm commands per job, where counted
     leaked: int = 0  # root-only canary bytes found in the spool or hook log
+    backend: str = "cli"  # the Slurm Protocol implementation the hooks used (slurm.backend)
 
     @property
     def holds(self) -> bool:
@@ -70,13 +71,13 @@ def table(rows_path: Path, junit_path: Path) -> str:
         "",
         "## Faults (real Slurm 22.05 daemons and commands; the installed hooks run as Slurm runs them)",
         "",
-        "| fault | what was checked | slowest hook / budget | exits | drains | lost | peak RSS | Slurm calls"
-        " per job | root-only bytes leaked | holds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| fault | Slurm backend | what was checked | slowest hook / budget | exits | drains | lost | peak RSS"
+        " | Slurm calls per job | root-only bytes leaked | holds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['fault']} | {r['checked']} | {r['hook_s']:.2f} s / {r['budget_s']:g} s | "
+            f"| {r['fault']} | {r['backend']} | {r['checked']} | {r['hook_s']:.2f} s / {r['budget_s']:g} s | "
             f"{','.join(map(str, sorted(set(r['exit_codes'])))) or '-'} | {r['drains']} | {r['lost']} | "
             f"{_mb(r['peak_rss_mb'])} | {r['slurm_calls'] or '-'} | {r['leaked']} | "
             f"{'yes' if r['holds'] else '**NO**'} |"

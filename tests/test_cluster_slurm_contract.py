@@ -29,7 +29,7 @@ def backends() -> dict[str, Slurm]:
     pyslurm = dc.require_pyslurm()
     from slurm_hooks.slurm.pyslurm_backend import SlurmPyslurm
 
-    return {"cli": SlurmCli(10.0), "pyslurm": SlurmPyslurm(pyslurm)}
+    return {"cli": SlurmCli(10.0), "pyslurm": SlurmPyslurm(pyslurm, 10.0)}
 
 
 @pytest.fixture(params=BACKENDS)

@@ -60,7 +60,10 @@ def fresh_dirs() -> Iterator[None]:
     yield
 
 
-def write_config(**over: str) -> None:
+def write_config(backend: str = "cli", **over: str) -> None:
+    """The hooks' config for a row. Rows run on the CLI backend unless they say otherwise: their
+    faults are the CLI's (sacctmgr hanging, Slurm calls counted through wrappers on the commands);
+    the daemon-down rows run once per backend."""
     keys = {
         "spool_dir": str(SPOOL),
         "state_dir": str(STATE),
@@ -71,10 +74,17 @@ def write_config(**over: str) -> None:
     CONFIG.write_text(
         "".join(f"{k}: {v}\n" for k, v in keys.items()) + f"budgets: {json.dumps(BUDGET)}\n"
         "ncore_sources: [{type: file, path: /etc/ncore-release}]\n"
-        # The faults are the CLI's (sacctmgr hanging, Slurm calls counted through wrappers). The
-        # pyslurm backend under slurmctld down overran its budget here: open, see the README.
-        "slurm: {backend: cli}\n"
+        f"slurm: {{backend: {backend}}}\n"
     )
+
+
+@pytest.fixture(params=["cli", "pyslurm"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Both implementations of the Slurm Protocol, for the faults both meet (a daemon down)."""
+    if request.param == "pyslurm":
+        dc.require_pyslurm()
+    write_config(backend=request.param)
+    return str(request.param)
 
 
 def finished_jobs(script: str, count: int = 1) -> list[str]:
@@ -156,7 +166,13 @@ def resume_node() -> None:
 
 
 def row(
-    fault: str, checked: str, jobs: list[str], measured: tuple[float, list[int], float], budget: float, calls: str = ""
+    fault: str,
+    checked: str,
+    jobs: list[str],
+    measured: tuple[float, list[int], float],
+    budget: float,
+    calls: str = "",
+    backend: str = "cli",
 ) -> Row:
     r = Row(
         fault,
@@ -169,6 +185,7 @@ def row(
         round(measured[2], 1),
         calls,
         leaked(),
+        backend,
     )
     record(r)
     resume_node()
@@ -293,7 +310,7 @@ def merge(*runs: tuple[float, list[int], float]) -> tuple[float, list[int], floa
     return max(r[0] for r in runs), [c for r in runs for c in r[1]], max(r[2] for r in runs)
 
 
-def test_slurmdbd_down_then_back() -> None:
+def test_slurmdbd_down_then_back(backend: str) -> None:
     jobs = finished_jobs("exit 1", 2)
     with stopped("slurmdbd"):
         measured = run_hooks("epilog", jobs)
@@ -305,11 +322,12 @@ def test_slurmdbd_down_then_back() -> None:
         jobs,
         measured,
         BUDGET["epilog_s"],
+        backend=backend,
     )
     assert r.holds and queued == 2, r
 
 
-def test_slurmctld_down_then_back() -> None:
+def test_slurmctld_down_then_back(backend: str) -> None:
     jobs = finished_jobs("exit 1", 1)
     with stopped("slurmctld"):
         measured = run_hooks("epilog", jobs)
@@ -320,6 +338,7 @@ def test_slurmctld_down_then_back() -> None:
         jobs,
         measured,
         BUDGET["epilog_s"],
+        backend=backend,
     )
     assert r.holds, r
 

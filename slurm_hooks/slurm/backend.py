@@ -92,5 +92,5 @@ def open_slurm(config: Config, log: Log | None = None, choice: Choice | None = N
     if choice.module is not None:
         from slurm_hooks.slurm.pyslurm_backend import SlurmPyslurm
 
-        return SlurmPyslurm(choice.module)
+        return SlurmPyslurm(choice.module, config.budgets.command_s)
     return SlurmCli(config.budgets.command_s)

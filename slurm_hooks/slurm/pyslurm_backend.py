@@ -1,4 +1,4 @@
-"""The Slurm Protocol through pyslurm: libslurm in-process, no fork and no text to parse per call.
+"""The Slurm Protocol through pyslurm: libslurm, no command to start and no text to parse.
 
 Built for the pyslurm release line that matches the running Slurm (backend.py checks that before
 this class is made). Differences from the CLI, on purpose visible:
@@ -7,8 +7,11 @@ this class is made). Differences from the CLI, on purpose visible:
   that ends with `exit 139` reads 11:0 here and 139:0 through scontrol (the Epilog takes the exit
   code from SLURM_JOB_EXIT_CODE2 anyway);
 * pyslurm 22.5's accounting job has no AllocTRES, so `n_gpus` in `accounting_between` is 0.
-* a call cannot be given a timeout: libslurm's own MessageTimeout bounds it, the hook's budget
-  bounds the hook.
+* libslurm's calls hold the GIL and have no timeout we can set (with slurmctld down one Epilog took
+  18 s against a 10 s budget), so every call a hook makes runs in a forked child, killed after the
+  per-call budget (bounded.py), as the CLI backend bounds each command. `accounting_between`
+  (the report's range read, an admin's command with no hook budget) and `hostnames` (parsed
+  locally by libslurm, no RPC) stay in-process.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from datetime import datetime
 from types import ModuleType
-from typing import Any
 
+from slurm_hooks.slurm.bounded import call_forked
 from slurm_hooks.slurm.client import (
     AccountingRow,
     JobRecord,
@@ -39,78 +43,93 @@ def _exit(code: int | None, signal: int | None) -> str:
     return f"{code or 0}:{signal or 0}"
 
 
+@dataclass(frozen=True)
+class Stored:
+    """What the hooks read of a job's accounting record: plain data, so it crosses the fork's pipe."""
+
+    state: str
+    derived_exit_code: str
+    comment: str
+    admin_comment: str
+
+
 class SlurmPyslurm:
-    def __init__(self, pyslurm: ModuleType) -> None:
+    def __init__(self, pyslurm: ModuleType, timeout_s: float) -> None:
         self.ps = pyslurm
+        self.timeout = timeout_s  # per call, as SlurmCli's per command
 
     @contextlib.contextmanager
     def _call(self, what: str) -> Iterator[None]:
-        """pyslurm's errors as the Protocol's: every failure is a SlurmError the caller handles."""
+        """pyslurm's errors as the Protocol's, for the calls made in-process."""
         try:
             yield
         except (self.ps.PyslurmError, ValueError, OSError) as exc:
             raise SlurmError(f"pyslurm {what}: {type(exc).__name__}: {exc}") from None
 
-    def _accounting(self, job_id: str) -> Any:
-        """The accounting record (pyslurm.db.Job); a JobFilter, never a Jobs collection (pyslurm bug)."""
-        with self._call("db.Jobs.load"):
-            jobs = self.ps.db.Jobs.load(self.ps.db.JobFilter(ids=[int(job_id)]))
-            found = [job for job in jobs.values() if str(job.id) == job_id]
-        if not found:
-            raise NotInAccountingYet(f"pyslurm: no accounting record for job {job_id} yet")
-        return found[0]
-
     def job(self, job_id: str) -> JobRecord:
         """slurmctld's view (works while slurmdbd is down), with accounting's final state when it has one."""
-        with self._call("Job.load"):
-            live = self.ps.Job.load(int(job_id))
-            exit_code = _exit(live.exit_code, live.exit_code_signal)
-            state = final_state(live.state or "", exit_code, live.state_reason or "")
-            derived = _exit(live.derived_exit_code, live.derived_exit_code_signal)
-            end = live.end_time
-            if live.time_limit is None and end and end > time.time():  # as scontrol: no limit, not ended yet
-                end = None
-            record = JobRecord(
-                job_id=job_id,
-                state=state,
-                exit_code=exit_code,
-                derived_exit_code=derived,
-                start=_stamp(live.start_time),
-                end=_stamp(end),
-                node_list=live.allocated_nodes or "",
-                batch_host=live.batch_host or "",
-                std_out=live.standard_output or "",
-                std_err=live.standard_error or "",
-                work_dir=live.working_directory or "",
-                comment=live.comment or "",
-                admin_comment=live.admin_comment or "",
-            )
+        record = call_forked("pyslurm Job.load", lambda: self._live(job_id), self.timeout)
         try:
-            stored = self._accounting(job_id)
+            stored = call_forked("pyslurm db.Jobs.load", lambda: self._stored(job_id), self.timeout)
         except SlurmError:
             return record
-        from dataclasses import replace
-
         return replace(
-            record,
-            state=settled_state(stored.state or "", state),
-            derived_exit_code=_exit(stored.derived_exit_code, stored.derived_exit_code_signal),
+            record, state=settled_state(stored.state, record.state), derived_exit_code=stored.derived_exit_code
         )
 
     def accounting_comments(self, job_id: str) -> tuple[str, str]:
-        stored = self._accounting(job_id)
-        return stored.comment or "", stored.admin_comment or ""
+        stored = call_forked("pyslurm db.Jobs.load", lambda: self._stored(job_id), self.timeout)
+        return stored.comment, stored.admin_comment
 
     def set_job_field(self, job_id: str, field: str, value: str) -> None:
         """Through slurmdbd (a finished job's live record refuses changes): db.Jobs.modify with a JobFilter."""
-        changes = self.ps.db.Job(**{field: value})
+        call_forked("pyslurm db.Jobs.modify", lambda: self._modify(job_id, field, value), self.timeout)
+
+    # The three below run in the forked child: they return plain data or raise SlurmError.
+
+    def _live(self, job_id: str) -> JobRecord:
+        live = self.ps.Job.load(int(job_id))
+        exit_code = _exit(live.exit_code, live.exit_code_signal)
+        end = live.end_time
+        if live.time_limit is None and end and end > time.time():  # as scontrol: no limit, not ended yet
+            end = None
+        return JobRecord(
+            job_id=job_id,
+            state=final_state(live.state or "", exit_code, live.state_reason or ""),
+            exit_code=exit_code,
+            derived_exit_code=_exit(live.derived_exit_code, live.derived_exit_code_signal),
+            start=_stamp(live.start_time),
+            end=_stamp(end),
+            node_list=live.allocated_nodes or "",
+            batch_host=live.batch_host or "",
+            std_out=live.standard_output or "",
+            std_err=live.standard_error or "",
+            work_dir=live.working_directory or "",
+            comment=live.comment or "",
+            admin_comment=live.admin_comment or "",
+        )
+
+    def _stored(self, job_id: str) -> Stored:
+        """The accounting record; a JobFilter, never a Jobs collection (pyslurm bug)."""
+        jobs = self.ps.db.Jobs.load(self.ps.db.JobFilter(ids=[int(job_id)]))
+        found = [job for job in jobs.values() if str(job.id) == job_id]
+        if not found:
+            raise NotInAccountingYet(f"pyslurm: no accounting record for job {job_id} yet")
+        job = found[0]
+        return Stored(
+            state=job.state or "",
+            derived_exit_code=_exit(job.derived_exit_code, job.derived_exit_code_signal),
+            comment=job.comment or "",
+            admin_comment=job.admin_comment or "",
+        )
+
+    def _modify(self, job_id: str, field: str, value: str) -> None:
         try:
-            with self._call("db.Jobs.modify"):
-                changed = self.ps.db.Jobs.modify(self.ps.db.JobFilter(ids=[int(job_id)]), changes)
-        except SlurmError as exc:
-            if "Nothing was modified" in str(exc):
-                raise NotInAccountingYet(f"pyslurm: job {job_id} not in accounting yet") from None
-            raise
+            changed = self.ps.db.Jobs.modify(self.ps.db.JobFilter(ids=[int(job_id)]), self.ps.db.Job(**{field: value}))
+        except self.ps.PyslurmError as exc:
+            if "Nothing was modified" not in str(exc):
+                raise
+            changed = []
         if int(job_id) not in changed:
             raise NotInAccountingYet(f"pyslurm: job {job_id} not in accounting yet")
 
