@@ -56,6 +56,7 @@ bench: venv  ## speed claims, as ratios against baselines measured in the same r
 	$(BIN)/python bench/hook_startup.py
 	$(BIN)/python bench/scan_throughput.py
 	$(BIN)/python bench/epilog_wall.py
+	$(BIN)/python bench/bounded_call.py
 	$(BIN)/python bench/report_scale.py
 	$(BIN)/python bench/multinode_latency.py
 
