@@ -49,7 +49,7 @@ def run_bounded(
 
 @contextlib.contextmanager
 def killed_on_hook_exit(pid: int) -> Iterator[None]:
-    """While the block runs, `pid`'s process group is one that kill_all ends (the pid leads its session)."""
+    """While the block runs, `pid`'s process group is one that kill_all ends (the pid leads its own group)."""
     _live.add(pid)
     try:
         yield

@@ -6,6 +6,7 @@ stop them. A child can be killed; the answer comes back through a pipe as pickle
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import select
@@ -30,6 +31,8 @@ def call_forked(what: str, call: Callable[[], T], timeout_s: float) -> T:
     if pid == 0:
         os.close(read_end)
         _answer(what, call, write_end)
+    with contextlib.suppress(OSError):  # as the child does: whichever runs first, the group exists
+        os.setpgid(pid, pid)
     os.close(write_end)
     answer: bytes | None = None
     with killed_on_hook_exit(pid):  # the hook's own budget running out kills the child too
@@ -56,7 +59,7 @@ def _answer(what: str, call: Callable[[], object], write_end: int) -> NoReturn:
     of the parent's (no atexit, no buffered output flushed twice, no test fixture)."""
     code = 0
     try:
-        os.setsid()  # its own process group, so that kill_group ends what it may start as well
+        os.setpgid(0, 0)  # its own process group, so that kill_group ends what it may start as well
         reply: tuple[bool, object]
         try:
             reply = (True, call())
