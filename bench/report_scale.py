@@ -2,7 +2,8 @@
 
 The rows are written exactly as `sacct -X -P --delimiter=$'\\x1f' -o <report fields>` prints them
 (some with multi-line comments, delimiters in comments, jobstats records, free text), then
-`slurm-hooks report --input FILE --format json` reads them in a child process.
+`slurm-hooks report --input FILE --format json` reads them in a child process (which forks one
+worker per CPU: the ratio depends on the core count, and the README says on how many it was taken).
 Baseline, same file, same run: `cut -f<AdminComment> | sort | uniq -c` (LC_ALL=C), the shell way to
 count labels. Reported: the ratio of wall times (target <= 3x) and the child's peak RSS
 (target <= 200 MiB, whatever the row count).

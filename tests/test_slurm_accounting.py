@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from slurm_hooks.slurm.accounting import FIELDS, MAX_RECORD, TRUNCATED, parse_rows, sacct_argv, stream_rows
-from slurm_hooks.slurm.client import SEP, SlurmError
+from slurm_hooks.slurm.accounting import FIELDS, MAX_RECORD, TRUNCATED, parse_rows, sacct_argv, sacct_output
+from slurm_hooks.slurm.client import SEP, AccountingRow, SlurmError
 
 ALLOC = "billing=8,cpu=288,gres/gpu=8,gres/gpu:gb200=8,mem=1T,node=2"
 
@@ -111,19 +111,24 @@ def test_sacct_argv_asks_for_every_user_in_local_time() -> None:
     assert argv[-4] == "-S" and argv[-2] == "-E"
 
 
-def test_stream_rows_reads_a_real_process(tmp_path) -> None:
+def streamed(argv: list[str], timeout_s: float) -> list[AccountingRow]:
+    with sacct_output(argv, timeout_s) as out:
+        return list(parse_rows(out))
+
+
+def test_sacct_output_reads_a_real_process(tmp_path) -> None:
     data = tmp_path / "sacct.txt"
     data.write_text(line("101") + line("102", comment="a\nb"))
-    assert [r.job_id for r in stream_rows(["cat", str(data)], 10)] == ["101", "102"]
+    assert [r.job_id for r in streamed(["cat", str(data)], 10)] == ["101", "102"]
 
 
-def test_stream_rows_reports_a_failing_or_hanging_sacct() -> None:
+def test_sacct_output_reports_a_failing_or_hanging_sacct() -> None:
     with pytest.raises(SlurmError, match="exit 1"):
-        list(stream_rows(["false"], 10))
+        streamed(["false"], 10)
     with pytest.raises(SlurmError, match="did not finish"):
-        list(stream_rows(["sleep", "30"], 0.5))
+        streamed(["sleep", "30"], 0.5)
     with pytest.raises(SlurmError):
-        list(stream_rows(["/nonexistent/sacct"], 1))
+        streamed(["/nonexistent/sacct"], 1)
 
 
 def test_a_random_separator_leaves_no_way_to_forge_a_row() -> None:

@@ -1,233 +1,178 @@
 """One pass over the jobs, bounded memory: counters keyed by label, configuration, scale bucket,
-root node, day and group, never a list of jobs (samples of job ids are capped)."""
+root node, day and group, never a list of jobs (samples of job ids are capped).
+
+A Tally counts one stream of jobs; tallies of parts of the stream merge into the tally of the
+whole (report/parallel.py counts batches in worker processes). Sampled job ids are the lowest ones,
+so the result does not depend on how the stream was split or in which order batches finished.
+"""
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from slurm_hooks.report.coverage import REASONS, SpoolView
-from slurm_hooks.report.read import Job
-from slurm_hooks.report.records import BUCKETS, OURS
-from slurm_hooks.report.stats import NODE_BUCKETS, NODE_NAMES, RACK_BUCKETS, RACK_NAMES, rate
+from slurm_hooks.report.read import Jobs
+from slurm_hooks.report.records import OURS
+from slurm_hooks.slurm.accounting import TRUNCATED
 
-SCHEMA = "slurm-hooks-report/1"
 UNRECORDED = "(no record)"  # failed, but no record the report may trust
 SAMPLE = 100
-GROUPS = ("partition", "user", "account")
+MAX_DAYS = 31  # days listed per root node
+_BUCKET, _LABEL, _CONFIG, _NODE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)  # of a records.Record
+_ENDED, _RACKS = itemgetter(1), itemgetter(1)  # of a read.Jobs state, of a spread
+
+
+def _seconds() -> list[int]:  # a named factory: a Tally crosses process boundaries pickled
+    return [0, 0]
+
+
+def _add_day(days: set[str], day: str) -> None:
+    """Keep the earliest MAX_DAYS days: the same set whatever order the failures come in."""
+    if len(days) < MAX_DAYS:
+        days.add(day)
+    elif day not in days and day < (latest := max(days)):
+        days.remove(latest)
+        days.add(day)
+
+
+class Lowest:
+    """The n lowest job ids seen, each with its payload: a bounded, order-independent sample."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.heap: list[tuple[int, str, tuple[str, ...]]] = []  # (-id, id, payload): the root is the highest kept
+
+    def add(self, job_id: str, *payload: str) -> None:
+        if self.n <= 0:
+            return
+        item = (-int(job_id), job_id, payload)
+        if len(self.heap) < self.n:
+            heapq.heappush(self.heap, item)
+        elif item > self.heap[0]:
+            heapq.heapreplace(self.heap, item)
+
+    def merge(self, other: Lowest) -> None:
+        for _, job_id, payload in other.heap:
+            self.add(job_id, *payload)
+
+    def sorted(self) -> list[tuple[str, tuple[str, ...]]]:
+        return [(job_id, payload) for _, job_id, payload in sorted(self.heap, reverse=True)]
 
 
 class Tally:
     def __init__(
         self,
-        rack_of: Callable[[str], str],
         spool: SpoolView,
-        repeat_root_min: int,
         details_limit: int = 0,
         focus: frozenset[str] = frozenset(),
     ) -> None:
         # --label: rates of these labels among all jobs (filtering the jobs would make every rate 100%)
         self.focus = focus
-        self.rack_of, self.spool, self.repeat_min, self.details_limit = rack_of, spool, repeat_root_min, details_limit
+        self.spool = spool
         self.not_ended = 0
         self.inputs: Counter[str] = Counter()
         self.records: Counter[str] = Counter()
-        self.uncovered: dict[str, list[Any]] = {r: [0, []] for r in REASONS}
+        self.uncovered: Counter[str] = Counter()  # failed jobs without a trusted record, by reason
+        self.uncovered_ids: dict[str, Lowest] = {r: Lowest(SAMPLE) for r in REASONS}
         # One counter per row shape, split up at the end: a dict update per job is what costs here.
         self.shape: Counter[tuple[Any, ...]] = Counter()  # label, config, recorded, n_nodes, n_racks
-        self.who: Counter[tuple[Any, ...]] = Counter()  # partition, user, account, failed
-        self.lost: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-        self.roots: dict[str, Counter[str]] = defaultdict(Counter)
+        # (jobs, failed jobs) by partition, by user, by account
+        self.groups = tuple((Counter[str](), Counter[str]()) for _ in range(3))
+        # node- and GPU-seconds lost, as integers: the sum is the same in whatever order parts merge
+        self.lost: dict[str, list[int]] = defaultdict(_seconds)
+        self.roots: Counter[tuple[str, str]] = Counter()  # (root node, label)
         self.root_days: dict[str, set[str]] = defaultdict(set)
         self.per_day: Counter[tuple[str, str]] = Counter()
-        self.details: list[dict[str, Any]] = []
+        self.details = Lowest(details_limit)  # failed jobs: (label, state); diagnoses read at the end
 
-    def unreadable(self) -> None:
-        self.inputs["rows"] += 1
-        self.inputs["unreadable_rows"] += 1
+    def unreadable(self, n: int) -> None:
+        self.inputs["rows"] += n
+        self.inputs["unreadable_rows"] += n
 
-    def add(self, job: Job) -> None:
+    def add(self, jobs: Jobs) -> None:
+        """Count a block of jobs: whole columns at a time, and row by row only the failed ones."""
+        cols, records, n = jobs.cols, jobs.records, len(jobs.records)
         inputs = self.inputs
-        inputs["rows"] += 1
-        if job.comment:
-            inputs["comment_cut"] += job.comment_cut
-            inputs["comment_newline"] += "\n" in job.comment
-            inputs["comment_delimiter"] += "|" in job.comment or "\x1f" in job.comment
-        if not job.n_nodes:
-            inputs["no_nodes"] += 1
-        self.records[job.bucket] += 1
-        if not job.ended:
-            self.not_ended += 1
-            return
-        label = job.label or (UNRECORDED if job.failed else "success")
-        self.shape[(label, job.config, job.label != "", job.n_nodes, job.n_racks)] += 1
-        self.who[(job.partition, job.user, job.account, job.failed)] += 1
-        if not job.failed:
-            return
-        entry = self.lost[label]
-        entry[0] += job.elapsed_s * job.n_nodes / 3600
-        entry[1] += job.elapsed_s * job.n_gpus / 3600
-        self.per_day[(job.day, label)] += 1
-        if job.root_node:
-            self.roots[job.root_node][label] += 1
-            if len(self.root_days[job.root_node]) < 31:
-                self.root_days[job.root_node].add(job.day)
-        if job.bucket != OURS:
-            reason = self.uncovered[self.spool.reason(job.job_id, job.bucket, job.comment)]
-            reason[0] += 1
-            if len(reason[1]) < SAMPLE:
-                reason[1].append(job.job_id)
-        if len(self.details) < self.details_limit:
-            self.details.append(
-                {
-                    "job_id": job.job_id,
-                    "label": label,
-                    "state": job.state,
-                    "diagnosis": self.spool.diagnosis(job.job_id),
-                }
-            )
+        inputs["rows"] += n
+        for comment in filter(None, cols.comment):
+            inputs["comment_cut"] += comment.endswith(TRUNCATED)
+            inputs["comment_newline"] += "\n" in comment
+            inputs["comment_delimiter"] += "|" in comment or "\x1f" in comment
+        n_nodes = cols.n_nodes  # where Slurm gave none, the node list's length
+        if 0 in n_nodes:
+            n_nodes = [given or len(nodes) for given, (nodes, _) in zip(n_nodes, jobs.spreads, strict=True)]
+        inputs["no_nodes"] += n_nodes.count(0)
+        self.records.update(map(_BUCKET, records))
+        ended = list(map(_ENDED, jobs.states))
+        self.not_ended += ended.count(False)
+        failed = [
+            done and (r.label != "success" if r.label else word != "COMPLETED")
+            for done, r, (word, _) in zip(ended, records, jobs.states, strict=True)
+        ]
+        shown = [r.label or (UNRECORDED if bad else "success") for r, bad in zip(records, failed, strict=True)]
+        recorded = map(bool, map(_LABEL, records))
+        shape = zip(shown, map(_CONFIG, records), recorded, n_nodes, map(_RACKS, jobs.spreads), strict=True)
+        self.shape.update(compress(shape, ended))
+        for group, column in zip(self.groups, (cols.partition, cols.user, cols.account), strict=True):
+            group[0].update(compress(column, ended))
+            group[1].update(compress(column, failed))
+        self._failed(jobs, list(compress(range(n), failed)), shown, n_nodes)
 
-    def result(self, window: dict[str, str], filters: dict[str, list[str]]) -> dict[str, Any]:
-        labels: Counter[str] = Counter()
-        for (label, *_), n in self.shape.items():
-            labels[label] += n
-        jobs = sum(labels.values())
-        failed = jobs - labels["success"]
-        diagnosed = failed - sum(c for c, _ in self.uncovered.values())
-        return {
-            "schema": SCHEMA,
-            "window": window,
-            "filters": filters,
-            "totals": {
-                "jobs": jobs,
-                "succeeded": labels["success"],
-                "failed": failed,
-                "not_ended": self.not_ended,
-                "coverage": {
-                    "failed": failed,
-                    "diagnosed": diagnosed,
-                    "ratio": round(diagnosed / failed, 4) if failed else 1.0,
-                    "uncovered": [
-                        {"reason": r, "jobs": c, "job_ids": ids} for r, (c, ids) in self.uncovered.items() if c
-                    ],
-                },
-            },
-            "input": {
-                k: self.inputs[k]
-                for k in ("rows", "unreadable_rows", "no_nodes", "comment_cut", "comment_newline", "comment_delimiter")
-            },
-            "records": {b: self.records[b] for b in BUCKETS},
-            "labels": [
-                {
-                    "label": lab,
-                    "jobs": n,
-                    "node_hours": round(self.lost[lab][0], 2) if lab in self.lost else 0.0,
-                    "gpu_hours": round(self.lost[lab][1], 2) if lab in self.lost else 0.0,
-                }
-                for lab, n in sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))
-                if lab == "success" or self.shown(lab)
-            ],
-            "configs": self._configs(),
-            "scale": {
-                "nodes": self._scale(3, NODE_NAMES, NODE_BUCKETS),
-                "racks": self._scale(4, RACK_NAMES, RACK_BUCKETS),
-            },
-            "root_nodes": self._roots(),
-            "root_racks": self._root_racks(),
-            "per_day": [
-                {"day": d, "label": lab, "failures": n}
-                for (d, lab), n in sorted(self.per_day.items())
-                if self.shown(lab)
-            ],
-            "groups": self._groups(),
-            "details": self.details,
-        }
+    def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int]) -> None:
+        """Hours lost, days, root nodes and coverage of the failed rows (a fifth of them, or fewer)."""
+        cols = jobs.cols
+        labels = list(map(shown.__getitem__, rows))
+        days = [end[:10] if end[:1].isdigit() else "" for end in map(cols.end.__getitem__, rows)]
+        records = list(map(jobs.records.__getitem__, rows))
+        nodes = list(map(_NODE, records))
+        self.per_day.update(zip(days, labels, strict=True))
+        self.roots.update(compress(zip(nodes, labels, strict=True), nodes))
+        for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
+            _add_day(self.root_days[node], day)
+        elapsed = map(cols.elapsed_s.__getitem__, rows)
+        sizes = zip(map(n_nodes.__getitem__, rows), map(cols.n_gpus.__getitem__, rows), strict=True)
+        for label, seconds, (node_count, gpu_count) in zip(labels, elapsed, sizes, strict=True):
+            entry = self.lost[label]
+            entry[0] += seconds * node_count
+            entry[1] += seconds * gpu_count
+        for i, label, record in zip(rows, labels, records, strict=True):
+            if record.bucket != OURS:
+                reason = self.spool.reason(cols.job_id[i], record.bucket, cols.comment[i])
+                self.uncovered[reason] += 1
+                self.uncovered_ids[reason].add(cols.job_id[i])
+            if self.details.n:
+                self.details.add(cols.job_id[i], label, jobs.states[i][0])
+
+    def merge(self, other: Tally) -> None:
+        """Add another part's counts to this one's."""
+        self.not_ended += other.not_ended
+        for mine, theirs in zip(self._counters(), other._counters(), strict=True):
+            mine.update(theirs)
+        for label, (node_s, gpu_s) in other.lost.items():
+            entry = self.lost[label]
+            entry[0] += node_s
+            entry[1] += gpu_s
+        for node, days in other.root_days.items():
+            for day in days:
+                _add_day(self.root_days[node], day)
+        for reason, ids in other.uncovered_ids.items():
+            self.uncovered_ids[reason].merge(ids)
+        self.details.merge(other.details)
+
+    def _counters(self) -> list[Counter[Any]]:
+        return [
+            self.inputs,
+            self.records,
+            self.uncovered,
+            self.shape,
+            self.per_day,
+            self.roots,
+            *(counter for pair in self.groups for counter in pair),
+        ]
 
     def shown(self, label: str) -> bool:
         return not self.focus or label in self.focus
-
-    def _configs(self) -> list[dict[str, Any]]:
-        configs: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
-        for (label, config, recorded, *_), n in self.shape.items():
-            if recorded:
-                configs[config][label] += n
-        out = []
-        for (driver, cdmm, ncore, gpu), labels in sorted(configs.items()):
-            total = sum(labels.values())
-            for label, n in sorted(labels.items(), key=lambda kv: -kv[1]):
-                if not self.shown(label):
-                    continue
-                out.append(
-                    {
-                        "driver": driver,
-                        "cdmm": cdmm,
-                        "ncore": ncore,
-                        "gpu": gpu,
-                        "label": label,
-                        "jobs": n,
-                        "config_jobs": total,
-                        **rate(n, total),
-                    }
-                )
-        return out
-
-    def _scale(self, at: int, names: list[str], buckets: tuple[tuple[int, str], ...]) -> list[dict[str, Any]]:
-        rows: dict[str, Counter[str]] = defaultdict(Counter)
-        for key, n in self.shape.items():
-            rows[names[min(key[at], len(names) - 1)]][key[0]] += n
-        out = []
-        for _, name in buckets:
-            if name not in rows:
-                continue
-            labels = rows[name]
-            jobs = sum(labels.values())
-            labels = Counter({k: v for k, v in labels.items() if k == "success" or self.shown(k)})
-            failed = sum(labels.values()) - labels.get("success", 0)
-            out.append(
-                {
-                    "bucket": name,
-                    "jobs": jobs,
-                    "failed": failed,
-                    **rate(failed, jobs),
-                    "labels": dict(labels.most_common()),
-                }
-            )
-        return out
-
-    def _groups(self) -> dict[str, list[dict[str, Any]]]:
-        out = {}
-        for i, group in enumerate(GROUPS):
-            cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-            for key, n in self.who.items():
-                cell = cells[key[i]]
-                cell[0] += n
-                cell[1] += n if key[3] else 0
-            out[group] = [
-                {group: k, "jobs": v[0], "failed": v[1], **rate(v[1], v[0])} for k, v in sorted(cells.items())
-            ]
-        return out
-
-    def _roots(self) -> list[dict[str, Any]]:
-        shown = ((node, Counter({k: v for k, v in c.items() if self.shown(k)})) for node, c in self.roots.items())
-        rows = [(sum(c.values()), node, c) for node, c in shown]
-        return [
-            {
-                "node": node,
-                "rack": self.rack_of(node),
-                "failures": n,
-                "labels": dict(c.most_common()),
-                "days": sorted(self.root_days[node]),
-            }
-            for n, node, c in sorted(rows, key=lambda r: (-r[0], r[1]))
-            if n >= self.repeat_min
-        ]
-
-    def _root_racks(self) -> list[dict[str, Any]]:
-        racks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for node, labels in self.roots.items():
-            cell = racks[self.rack_of(node)]
-            failures = sum(n for label, n in labels.items() if self.shown(label))
-            cell[0] += failures
-            cell[1] += failures > 0
-        return [{"rack": r, "failures": f, "nodes": n} for r, (f, n) in sorted(racks.items(), key=lambda kv: -kv[1][0])]

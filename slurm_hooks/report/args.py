@@ -22,7 +22,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         const=50,
         default=0,
         metavar="N",
-        help="add the spooled diagnosis (summary, first fault) of up to N failed jobs (default 50)",
+        help="add the spooled diagnosis (summary, first fault) of the first N failed jobs by id (default 50)",
     )
     p.add_argument("--input", metavar="FILE", help="rows saved from sacct (see README) instead of asking Slurm")
     p.add_argument("--config", help="configuration file (default: $SLURM_HOOKS_CONFIG or /etc/...)")

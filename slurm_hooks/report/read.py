@@ -1,20 +1,22 @@
-"""Accounting rows -> the facts the report counts: one small Job per row, derived once.
+"""Accounting columns -> the facts the report counts, one list per fact, each derived once per
+distinct text (a million jobs repeat a few thousand states, node lists and records).
 
 `failed` follows our record when the report may trust it (a job whose script exited 0 while a
 step segfaulted is a failure), else Slurm's state. Node names are expanded here, with a bounded
-cache, for racks spanned and the node filter.
+memo, for racks spanned and the node filter.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import compress
 from typing import NamedTuple
 
 from slurm_hooks.report.hostlist import expand
-from slurm_hooks.report.records import RecordReader
-from slurm_hooks.slurm.accounting import TRUNCATED
-from slurm_hooks.slurm.client import AccountingRow
+from slurm_hooks.report.memo import Memo
+from slurm_hooks.report.records import Record, RecordReader
+from slurm_hooks.slurm.columns import Columns
 
 NOT_ENDED = {
     "RUNNING",
@@ -30,29 +32,24 @@ NOT_ENDED = {
     "STOPPED",
     "CONFIGURING",
 }
-_CACHE_MAX = 4096
+_MEMO_MAX = 4096
 
 
-class Job(NamedTuple):  # a tuple: built a million times, it must be cheap
-    job_id: str
-    state: str  # first word of Slurm's state: `CANCELLED by 1001` -> CANCELLED
-    ended: bool
-    failed: bool
-    bucket: str  # records.BUCKETS
-    label: str  # trusted label, or "" when the record is not ours
-    config: tuple[str, str, str, str]  # driver, cdmm, ncore, gpu model ("" unknown)
-    root_node: str
-    n_nodes: int
-    n_racks: int
-    n_gpus: int
-    elapsed_s: int
-    day: str  # end date, Slurm's local time
-    partition: str
-    user: str
-    account: str
-    comment: str
-    comment_cut: bool  # longer than the reader's bound
-    nodes: tuple[str, ...]
+class Jobs(NamedTuple):
+    """A block of jobs: Slurm's columns and what the report derives from them, row i in each list."""
+
+    cols: Columns
+    records: list[Record]
+    states: list[tuple[str, bool]]  # first word of Slurm's state (`CANCELLED by 1001` -> CANCELLED), ended
+    spreads: list[tuple[tuple[str, ...], int]]  # node names, racks spanned
+
+    def select(self, keep: list[bool]) -> Jobs:
+        return Jobs(
+            Columns._make(list(compress(col, keep)) for col in self.cols),
+            list(compress(self.records, keep)),
+            list(compress(self.states, keep)),
+            list(compress(self.spreads, keep)),
+        )
 
 
 @dataclass(frozen=True)
@@ -63,59 +60,56 @@ class Filters:
     label: frozenset[str] = frozenset()  # not a job filter: the tally shows these labels' rates among all jobs
     node: frozenset[str] = frozenset()
 
-    def keep(self, job: Job) -> bool:
-        return (
-            (not self.partition or job.partition in self.partition)
-            and (not self.user or job.user in self.user)
-            and (not self.account or job.account in self.account)
-            and (not self.node or job.root_node in self.node or not self.node.isdisjoint(job.nodes))
-        )
+    def apply(self, jobs: Jobs) -> Jobs:
+        if not (self.partition or self.user or self.account or self.node):
+            return jobs
+        cols = jobs.cols
+        keep = [
+            (not self.partition or partition in self.partition)
+            and (not self.user or user in self.user)
+            and (not self.account or account in self.account)
+            and (not self.node or record.node in self.node or not self.node.isdisjoint(nodes))
+            for partition, user, account, record, (nodes, _) in zip(
+                cols.partition, cols.user, cols.account, jobs.records, jobs.spreads, strict=True
+            )
+        ]
+        return jobs.select(keep)
+
+
+class Racks:
+    """A node's rack, by `report.rack_pattern`'s group `rack`; "?" where the name does not match."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = re.compile(pattern)
+
+    def __call__(self, node: str) -> str:
+        found = self.pattern.search(node)
+        return found.group("rack") if found else "?"
 
 
 class JobReader:
     def __init__(self, labels: tuple[str, ...], rack_pattern: str, trust_comment: bool) -> None:
         self.records = RecordReader(labels, trust_comment)
-        self.rack_re = re.compile(rack_pattern)
-        self._nodes: dict[str, tuple[tuple[str, ...], int]] = {}
+        self.rack = Racks(rack_pattern)
+        self.states = Memo(_state, _MEMO_MAX)
+        self.spreads = Memo(self._spread, _MEMO_MAX)
 
-    def rack(self, node: str) -> str:
-        found = self.rack_re.search(node)
-        return found.group("rack") if found else "?"
-
-    def job(self, row: AccountingRow) -> Job:
-        record = self.records.read(row.admin_comment, row.comment)
-        state = row.state.partition(" ")[0]
-        ended = state not in NOT_ENDED and state != ""
-        label = record.label
-        nodes, racks = self._spread(row.node_list)
-        end = row.end
-        return Job(
-            row.job_id,
-            state,
-            ended,
-            ended and (label != "success" if label else state != "COMPLETED"),
-            record.bucket,
-            label,
-            record.config,
-            record.node,
-            row.n_nodes or len(nodes),
-            racks,
-            row.n_gpus,
-            row.elapsed_s,
-            end[:10] if end[:1].isdigit() else "",
-            row.partition,
-            row.user,
-            row.account,
-            row.comment,
-            row.comment.endswith(TRUNCATED),
-            nodes,
+    def jobs(self, cols: Columns) -> Jobs:
+        records = list(map(self.records.classify.__getitem__, cols.admin_comment))
+        for i in compress(range(len(records)), cols.comment):  # rare: a user's Comment (our mark there?)
+            records[i] = self.records.read(cols.admin_comment[i], cols.comment[i])
+        return Jobs(
+            cols,
+            records,
+            list(map(self.states.__getitem__, cols.state)),
+            list(map(self.spreads.__getitem__, cols.node_list)),
         )
 
     def _spread(self, node_list: str) -> tuple[tuple[str, ...], int]:
-        hit = self._nodes.get(node_list)
-        if hit is None:
-            if len(self._nodes) >= _CACHE_MAX:
-                self._nodes.clear()
-            names = tuple(n.lower() for n in expand(node_list))  # our record lowercases node names
-            hit = self._nodes[node_list] = (names, len({self.rack(n) for n in names}))
-        return hit
+        names = tuple(n.lower() for n in expand(node_list))  # our record lowercases node names
+        return names, len({self.rack(n) for n in names})
+
+
+def _state(state: str) -> tuple[str, bool]:
+    word = state.partition(" ")[0]
+    return word, word not in NOT_ENDED and word != ""

@@ -9,10 +9,11 @@ the user's Comment when the site annotates AdminComment (users can write their C
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from slurm_hooks.report.memo import Memo
 from slurm_hooks.slurm.accounting import TRUNCATED
-from slurm_hooks.slurm.annotation import MARK, decode
+from slurm_hooks.slurm.annotation import KEYS, MARK, decode
 
 OURS = "ours"
 BUCKETS = (
@@ -27,6 +28,8 @@ BUCKETS = (
     "untrusted_comment",
 )
 _SCHEMA = re.compile(r"slurm-hooks/v(\d+)", re.IGNORECASE)
+# annotation.encode's output: its keys in its order, each with a value; anything else is decoded
+_ENCODED = re.compile(re.escape(MARK) + "".join(f"(?: {key}=(?P<{key}>[a-z0-9._:+-]+))?" for key in KEYS))
 _CACHE_MAX = 16384
 _UNTRUSTED_MARK = {"unknown_label", "truncated", "newer_schema", "case_changed"}
 
@@ -36,7 +39,9 @@ class Record(NamedTuple):
 
     bucket: str
     label: str = ""  # only for OURS
-    config: tuple[str, str, str, str] = ("", "", "", "")  # driver, cdmm, ncore, gpu model
+    # driver, cdmm, ncore and GPU model, space-separated (no value holds a space): a million rows are
+    # counted by it, and a string keeps its hash where a tuple computes it again for every row
+    config: str = "   "
     node: str = ""  # root node
 
 
@@ -50,26 +55,20 @@ class RecordReader:
         self.labels = frozenset(labels)
         self.prefixes = frozenset(lab[:i] for lab in labels for i in range(1, len(lab)))
         self.trust_comment = trust_comment
-        self._cache: dict[str, Record] = {}
+        self.classify = Memo(self._classify, _CACHE_MAX)  # by the field's whole text
 
     def read(self, admin_comment: str, comment: str) -> Record:
-        record = self._one(admin_comment) if admin_comment else NONE
+        record = self.classify[admin_comment]
         if record.bucket == OURS or record.bucket in _UNTRUSTED_MARK or MARK not in comment:
             return record
         if not self.trust_comment:
             return record if record.bucket != "none" else Record("untrusted_comment")
-        in_comment = self._one(comment)
+        in_comment = self.classify[comment]
         return in_comment if in_comment.bucket != "free_text" else record
 
-    def _one(self, text: str) -> Record:
-        hit = self._cache.get(text)
-        if hit is None:
-            if len(self._cache) >= _CACHE_MAX:
-                self._cache.clear()
-            hit = self._cache[text] = self._classify(text)
-        return hit
-
     def _classify(self, text: str) -> Record:
+        if not text:
+            return NONE
         at = text.rfind(MARK)
         if at < 0:
             other = _SCHEMA.search(text)
@@ -81,6 +80,9 @@ class RecordReader:
             if any(stripped.endswith(MARK[:i]) for i in range(6, len(MARK))):
                 return Record("truncated")  # the field was cut inside our mark
             return Record("jobstats" if text[:4].upper() == "JS1:" else "free_text")
+        encoded = _ENCODED.fullmatch(text)  # the common case, one record as the Epilog writes it
+        if encoded and encoded["label"] in self.labels:
+            return self._ours(encoded["label"], encoded.groupdict(""))
         record = text[at + len(MARK) :]
         if record != record.lower():
             return Record("case_changed")
@@ -88,8 +90,13 @@ class RecordReader:
         label = fields.get("label", "")
         cut = record.endswith(TRUNCATED) or any("=" not in tok for tok in record.split())
         if label in self.labels and not cut:
-            config = (fields.get("driver", ""), fields.get("cdmm", ""), fields.get("ncore", ""), fields.get("gpu", ""))
-            return Record(OURS, label, config, fields.get("node", ""))
+            return self._ours(label, fields)
         if not label or cut or label in self.prefixes:
             return Record("truncated")
         return Record("unknown_label")
+
+    @staticmethod
+    def _ours(label: str, fields: dict[str, Any]) -> Record:
+        get = fields.get
+        config = f"{get('driver', '')} {get('cdmm', '')} {get('ncore', '')} {get('gpu', '')}"
+        return Record(OURS, label, config, fields.get("node", ""))

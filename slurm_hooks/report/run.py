@@ -8,12 +8,14 @@ import sys
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from slurm_hooks.config import Config
 from slurm_hooks.report.aggregate import Tally
 from slurm_hooks.report.coverage import SpoolView
-from slurm_hooks.report.read import Filters, JobReader
+from slurm_hooks.report.parallel import Counting, count_rows, count_stream, cpus
+from slurm_hooks.report.read import Filters, Racks
+from slurm_hooks.report.summary import summarize
 from slurm_hooks.slurm.client import AccountingRow
 
 _SPAN = re.compile(r"^(\d+)([mhdw])$")
@@ -34,22 +36,25 @@ def parse_when(text: str, now: datetime) -> datetime:
     return when if when.tzinfo else when.astimezone()
 
 
-def tally_rows(rows: Iterable[AccountingRow], reader: JobReader, filters: Filters, tally: Tally) -> None:
-    for row in rows:
-        if not row.job_id:
-            tally.unreadable()
-            continue
-        job = reader.job(row)
-        if filters.keep(job):
-            tally.add(job)
-
-
 def window(since: datetime, until: datetime) -> dict[str, str]:
     return {"since": since.astimezone(timezone.utc).isoformat(), "until": until.astimezone(timezone.utc).isoformat()}
 
 
 def filters_doc(filters: Filters) -> dict[str, Any]:
     return {k: sorted(getattr(filters, k)) for k in ("partition", "user", "account", "label", "node")}
+
+
+def counting(config: Config, filters: Filters, details_limit: int) -> Counting:
+    from slurm_hooks.diagnose import LABELS
+
+    return Counting(
+        LABELS,
+        config.report.rack_pattern,
+        config.annotation.field == "comment",
+        filters,
+        SpoolView(config.spool_dir, config.annotation.mode),
+        details_limit,
+    )
 
 
 def report(
@@ -60,18 +65,29 @@ def report(
     until: datetime,
     details_limit: int = 0,
 ) -> dict[str, Any]:
-    from slurm_hooks.diagnose import LABELS
+    """The report over rows already read (any Slurm backend), counted in this process."""
+    tally = count_rows(rows, counting(config, filters, details_limit))
+    return document(tally, config, filters, since, until)
 
-    reader = JobReader(LABELS, config.report.rack_pattern, trust_comment=config.annotation.field == "comment")
-    tally = Tally(
-        reader.rack,
-        SpoolView(config.spool_dir, config.annotation.mode),
-        config.report.repeat_root_min,
-        details_limit,
-        filters.label,
-    )
-    tally_rows(rows, reader, filters, tally)
-    return tally.result(window(since, until), filters_doc(filters))
+
+def report_output(
+    stream: IO[bytes],
+    sep: str,
+    config: Config,
+    filters: Filters,
+    since: datetime,
+    until: datetime,
+    details_limit: int = 0,
+    workers: int = 1,
+) -> dict[str, Any]:
+    """The report over sacct's own output (live or saved), counted on `workers` processes."""
+    tally = count_stream(stream, sep, counting(config, filters, details_limit), workers)
+    return document(tally, config, filters, since, until)
+
+
+def document(tally: Tally, config: Config, filters: Filters, since: datetime, until: datetime) -> dict[str, Any]:
+    racks = Racks(config.report.rack_pattern)
+    return summarize(tally, racks, config.report.repeat_root_min, window(since, until), filters_doc(filters))
 
 
 def render(doc: dict[str, Any], fmt: str, group_by: str | None) -> str:
@@ -96,7 +112,7 @@ def render(doc: dict[str, Any], fmt: str, group_by: str | None) -> str:
 def main(args: argparse.Namespace, config: Config) -> int:
     """`slurm-hooks report`: 0 done, 1 Slurm or the input failed, 2 bad arguments."""
     from slurm_hooks.slurm.cli_backend import SlurmCli
-    from slurm_hooks.slurm.client import SlurmError
+    from slurm_hooks.slurm.client import SEP, SlurmError
 
     now = datetime.now().astimezone()
     try:
@@ -115,14 +131,12 @@ def main(args: argparse.Namespace, config: Config) -> int:
     )
     try:
         if args.input:
-            from slurm_hooks.slurm.accounting import parse_rows
-
             with open(args.input, "rb") if args.input != "-" else sys.stdin.buffer as stream:
-                doc = report(parse_rows(stream), config, filters, since, until, args.details)
+                doc = report_output(stream, SEP, config, filters, since, until, args.details, cpus())
         else:
             # Always sacct, not open_slurm: pyslurm 22.5's accounting record has no AllocTRES (GPU-hours).
-            rows = SlurmCli(config.budgets.command_s).accounting_between(since, until)
-            doc = report(rows, config, filters, since, until, args.details)
+            with SlurmCli(config.budgets.command_s).accounting_output(since, until) as (out, sep):
+                doc = report_output(out, sep, config, filters, since, until, args.details, cpus())
     except (SlurmError, OSError) as exc:
         print(f"slurm-hooks: {exc}", file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ end never comes is closed, unread, at the next line that is a whole row by itsel
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from datetime import datetime
-from typing import IO
+from typing import IO, Protocol
 
 from slurm_hooks.proc import TOOL_ENV
 from slurm_hooks.slurm.client import SEP, AccountingRow, SlurmError
@@ -67,8 +68,9 @@ def sacct_argv(since: datetime, until: datetime, sep: str = SEP) -> list[str]:
     ]
 
 
-def stream_rows(argv: list[str], timeout_s: float, sep: str = SEP) -> Iterator[AccountingRow]:
-    """Run sacct and yield its rows as they arrive; killed (with its group) after timeout_s."""
+@contextlib.contextmanager
+def sacct_output(argv: list[str], timeout_s: float) -> Iterator[IO[bytes]]:
+    """sacct's stdout as a stream; SlurmError once it is read if sacct failed or overran timeout_s."""
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(
@@ -80,7 +82,7 @@ def stream_rows(argv: list[str], timeout_s: float, sep: str = SEP) -> Iterator[A
         timer.start()
         try:
             assert proc.stdout is not None
-            yield from parse_rows(proc.stdout, sep)
+            yield proc.stdout
             proc.wait()
         finally:
             timer.cancel()
@@ -102,11 +104,15 @@ def _kill(pid: int) -> None:
 
 def parse_rows(stream: IO[bytes], sep: str = SEP) -> Iterator[AccountingRow]:
     """The parsing path for real sacct output and for the benchmark alike."""
-    for record, cut in _records(stream, sep.encode()):
-        yield _row(record.decode("utf-8", "replace"), cut, sep)
+    for record, cut in records(stream, sep.encode()):
+        yield parse_record(record, cut, sep)
 
 
-def _records(stream: IO[bytes], bsep: bytes) -> Iterator[tuple[bytes, bool]]:
+class Lines(Protocol):
+    def readline(self, limit: int, /) -> bytes: ...
+
+
+def records(stream: Lines, bsep: bytes) -> Iterator[tuple[bytes, bool]]:
     """Logical records: physical lines joined until one ends in the separator + the row's own job id."""
     head, tail, cut, marker = b"", b"", False, b""
     while True:
@@ -115,9 +121,11 @@ def _records(stream: IO[bytes], bsep: bytes) -> Iterator[tuple[bytes, bool]]:
             if head:
                 yield head + tail, cut  # the stream ended inside a record: it will not parse
             return
-        if head and not cut and _whole_row(piece, bsep):
-            yield head, False  # a row whose end never came: it ends here, unread, and takes no others along
-            head = b""
+        if head and whole_row(piece, bsep):
+            # A row whose end never came ends here, unread, and takes no others along. So after a whole
+            # row nothing is pending: the report cuts sacct's output there to read its parts in parallel.
+            yield head, False
+            head, tail, cut = b"", b"", False
         if not head:
             at = piece.find(bsep)
             first = piece[:at] if at > 0 else b""
@@ -139,12 +147,15 @@ def _records(stream: IO[bytes], bsep: bytes) -> Iterator[tuple[bytes, bool]]:
             head, tail, cut = b"", b"", False
 
 
-def _whole_row(line: bytes, bsep: bytes) -> bool:
+def whole_row(line: bytes, bsep: bytes) -> bool:
+    """A line that is one row by itself: after it, `records` has nothing pending."""
     first = line.split(bsep, 1)[0]
     return first.isdigit() and line.endswith(bsep + first + b"\n") and line.count(bsep) >= len(FIELDS) - 1
 
 
-def _row(text: str, cut: bool, sep: str) -> AccountingRow:
+def parse_record(record: bytes, cut: bool, sep: str = SEP) -> AccountingRow:
+    """One record of `records` as a row (the report's workers call this on their batches)."""
+    text = record.decode("utf-8", "replace")
     fields = text.split(sep)
     fields[-1] = fields[-1].rstrip("\n")
     if len(fields) < len(FIELDS) or fields[0] != fields[-1]:
@@ -153,9 +164,6 @@ def _row(text: str, cut: bool, sep: str) -> AccountingRow:
         elapsed, n_nodes = int(fields[6] or 0), int(fields[8] or 0)
     except ValueError:
         return _unreadable(text)
-    tres = fields[9]
-    at = tres.find(_GPU)
-    gpus = tres[at + len(_GPU) :].split(",", 1)[0] if at >= 0 else "0"
     comment = sep.join(fields[14:-1])  # a delimiter inside the user's Comment made surplus fields
     # positional: this runs once per job, a million times for a year of a large cluster
     return AccountingRow(
@@ -168,13 +176,21 @@ def _row(text: str, cut: bool, sep: str) -> AccountingRow:
         elapsed,
         fields[7],
         n_nodes,
-        int(gpus) if gpus.isdigit() else 0,
+        gpu_count(fields[9]),
         fields[10],
         fields[11],
         fields[12],
         comment + TRUNCATED if cut else comment,
         fields[13],
     )
+
+
+@functools.lru_cache(maxsize=4096)  # a cluster has few distinct allocations: a million rows repeat them
+def gpu_count(tres: str) -> int:
+    """GPUs in an AllocTRES value (`billing=8,cpu=288,gres/gpu=8,mem=2T,node=2`), 0 without any."""
+    at = tres.find(_GPU)
+    gpus = tres[at + len(_GPU) :].split(",", 1)[0] if at >= 0 else ""
+    return int(gpus) if gpus.isascii() and gpus.isdigit() else 0
 
 
 def _unreadable(text: str) -> AccountingRow:

@@ -3,11 +3,12 @@ sacct, sacctmgr and scontrol, each field followed by a separator the job cannot 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import IO, Protocol
 
 from slurm_hooks.proc import TOOL_ENV, run_bounded
 from slurm_hooks.slurm.client import (
@@ -192,7 +193,17 @@ class SlurmCli:
 
     def accounting_between(self, since: datetime, until: datetime) -> Iterator[AccountingRow]:
         """Every job (all users) in the window, streamed from sacct: memory stays flat for millions."""
-        from slurm_hooks.slurm.accounting import sacct_argv, stream_rows
+        from slurm_hooks.slurm.accounting import parse_rows
+
+        with self.accounting_output(since, until) as (out, sep):
+            yield from parse_rows(out, sep)
+
+    @contextlib.contextmanager
+    def accounting_output(self, since: datetime, until: datetime) -> Iterator[tuple[IO[bytes], str]]:
+        """sacct's own output for the window and its separator, unparsed: the report parses it on
+        every CPU (accounting.records, then parse_record in each worker)."""
+        from slurm_hooks.slurm.accounting import sacct_argv, sacct_output
 
         sep = fresh_separator()  # no comment can hold it, so none can forge a row
-        yield from stream_rows(sacct_argv(since, until, sep), self.accounting_timeout, sep)
+        with sacct_output(sacct_argv(since, until, sep), self.accounting_timeout) as out:
+            yield out, sep

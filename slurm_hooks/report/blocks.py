@@ -1,0 +1,126 @@
+"""sacct's output in blocks that can be read independently, and reading one block.
+
+A block ends right after a line that is a whole row by itself, where accounting.records has
+nothing pending, so every block reads exactly as it would inside the whole stream. Finding that
+line costs a look at the last few lines of each 4 MiB, not a look at every row. Where no such
+line comes for LONGEST bytes (a huge multi-line comment), this process reads on record by record
+until one does, and hands those records on as a batch.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Iterator
+from typing import IO
+
+from slurm_hooks.slurm.accounting import MAX_RECORD, parse_record, records, whole_row
+from slurm_hooks.slurm.client import AccountingRow
+from slurm_hooks.slurm.columns import Columns, fast_columns, of_rows, whole_lines
+
+BLOCK = 4 << 20
+LONGEST = 4 * MAX_RECORD  # carried without a whole row in sight before reading record by record
+LOOK_BACK = 64  # lines looked at for a block's end
+BATCH = 20_000  # records handed on at a time while reading record by record
+
+Unit = bytes | list[tuple[bytes, bool]]  # a block of whole lines, or records already cut apart
+
+
+def units(stream: IO[bytes], bsep: bytes, block: int = BLOCK, longest: int = LONGEST) -> Iterator[Unit]:
+    source = _Prefixed(stream)
+    carry = b""
+    while data := source.read(block):
+        data = carry + data
+        end = _last_row_end(data, bsep)
+        if end:
+            yield data[:end]
+            carry = data[end:]
+        elif len(data) < longest:
+            carry = data
+        else:
+            source.unread(data)
+            carry = b""
+            yield from _record_by_record(source, bsep)
+    if carry:
+        yield carry
+
+
+def read_unit(unit: Unit, sep: str) -> tuple[list[Columns], int]:
+    """The unit's rows as columns, and how many of its records could not be read."""
+    if isinstance(unit, bytes):
+        text = unit.decode("utf-8", "replace")  # as per record: no UTF-8 sequence spans a newline
+        lines, others = whole_lines(text, sep)
+        cols = fast_columns(lines, sep)
+        if cols is None:  # a line with a row's field count that is not one: read it all the careful way
+            others, cols = [text], of_rows([])
+        # A whole row leaves nothing pending (accounting.records), so the lines between rows read alike alone.
+        unit = [record for other in others for record in records(io.BytesIO(other.encode()), sep.encode())]
+        slow, unreadable = _readable([parse_record(record, cut, sep) for record, cut in unit])
+        return [cols, slow], unreadable
+    slow, unreadable = _readable([parse_record(record, cut, sep) for record, cut in unit])
+    return [slow], unreadable
+
+
+def batches(rows: Iterator[AccountingRow]) -> Iterator[tuple[Columns, int]]:
+    """Rows from any backend as columns, BATCH at a time, and how many of them were unreadable."""
+    while batch := list(itertools.islice(rows, BATCH)):
+        yield _readable(batch)
+
+
+def _readable(rows: list[AccountingRow]) -> tuple[Columns, int]:
+    readable = [row for row in rows if row.job_id]
+    return of_rows(readable), len(rows) - len(readable)
+
+
+def _last_row_end(data: bytes, bsep: bytes) -> int:
+    end = data.rfind(b"\n") + 1
+    for _ in range(LOOK_BACK):
+        if end <= 0:
+            return 0
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        line = data[start:end]
+        if len(line) <= MAX_RECORD and whole_row(line, bsep):  # records reads it as one piece: a whole row
+            return end
+        end = start
+    return 0
+
+
+def _record_by_record(source: _Prefixed, bsep: bytes) -> Iterator[Unit]:
+    batch: list[tuple[bytes, bool]] = []
+    for record, cut in records(source, bsep):
+        batch.append((record, cut))
+        if whole_row(record, bsep):  # a record ended on its end marker: nothing is pending
+            break
+        if len(batch) >= BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class _Prefixed:
+    """The stream, after bytes given back to it (what block reading read ahead of a long record)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream, self.head, self.at = stream, b"", 0
+
+    def unread(self, data: bytes) -> None:
+        self.head, self.at = data + self.head[self.at :], 0
+
+    def read(self, n: int) -> bytes:
+        if self.at >= len(self.head):
+            return self.stream.read(n)
+        out = self.head[self.at : self.at + n]
+        self.at += len(out)
+        return out
+
+    def readline(self, limit: int) -> bytes:
+        if self.at >= len(self.head):
+            return self.stream.readline(limit)
+        newline = self.head.find(b"\n", self.at, self.at + limit)
+        take = newline + 1 - self.at if newline >= 0 else min(limit, len(self.head) - self.at)
+        line = self.head[self.at : self.at + take]
+        self.at += take
+        if newline < 0 and len(line) < limit:  # the line goes on in the stream
+            line += self.stream.readline(limit - len(line))
+        return line
