@@ -108,7 +108,8 @@ class Tally:
         inputs["no_nodes"] += n_nodes.count(0)
         self.records.update(map(_BUCKET, records))
         ended = list(map(_ENDED, jobs.states))
-        self.not_ended += ended.count(False)
+        waiting = ended.count(False)
+        self.not_ended += waiting
         failed = [
             done and (r.label != "success" if r.label else word != "COMPLETED")
             for done, r, (word, _) in zip(ended, records, jobs.states, strict=True)
@@ -117,9 +118,9 @@ class Tally:
         recorded = map(bool, map(_LABEL, records))
         shape = zip(shown, map(_CONFIG, records), recorded, n_nodes, map(_RACKS, jobs.spreads), strict=True)
         self.shape.update(compress(shape, ended))
-        for group, column in zip(self.groups, (cols.partition, cols.user, cols.account), strict=True):
-            group[0].update(compress(column, ended))
-            group[1].update(compress(column, failed))
+        for (jobs_of, failed_of), column in zip(self.groups, (cols.partition, cols.user, cols.account), strict=True):
+            jobs_of.update(compress(column, ended) if waiting else column)  # a whole list counts fastest
+            failed_of.update(compress(column, failed))
         self._failed(jobs, list(compress(range(n), failed)), shown, n_nodes)
 
     def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
 from collections.abc import Iterator
 from typing import IO
 
@@ -23,10 +24,13 @@ LONGEST = 4 * MAX_RECORD  # carried without a whole row in sight before reading 
 LOOK_BACK = 64  # lines looked at for a block's end
 BATCH = 20_000  # records handed on at a time while reading record by record
 
-Unit = bytes | list[tuple[bytes, bool]]  # a block of whole lines, or records already cut apart
+WINDOW = 256 << 10  # read at a block's end to find its cut: longer than any line records reads whole
+Span = tuple[int, int]  # a block of a regular file, by byte offsets: the worker reads it itself
+Block = bytes | list[tuple[bytes, bool]]  # whole lines, or records already cut apart
+Unit = Block | Span
 
 
-def units(stream: IO[bytes], bsep: bytes, block: int = BLOCK, longest: int = LONGEST) -> Iterator[Unit]:
+def units(stream: IO[bytes], bsep: bytes, block: int = BLOCK, longest: int = LONGEST) -> Iterator[Block]:
     source = _Prefixed(stream)
     carry = b""
     while data := source.read(block):
@@ -45,7 +49,31 @@ def units(stream: IO[bytes], bsep: bytes, block: int = BLOCK, longest: int = LON
         yield carry
 
 
-def read_unit(unit: Unit, sep: str) -> tuple[list[Columns], int]:
+def spans(file: IO[bytes], bsep: bytes, block: int = BLOCK, window: int = WINDOW) -> Iterator[Unit]:
+    """A regular file's blocks as Spans, cut where `units` would cut: this process reads only a
+    window at each block's end, and the workers read their blocks with pread, so a block crosses
+    no pipe. Where a window holds no whole row (a huge record), the rest is read as `units` reads."""
+    fd, pos = file.fileno(), file.tell()
+    size = os.fstat(fd).st_size
+    while size - pos > block:
+        at = max(pos, pos + block - window)
+        end = _last_row_end(os.pread(fd, pos + block - at, at), bsep, at == pos)
+        if not end:
+            file.seek(pos)
+            yield from units(file, bsep, block)
+            return
+        yield pos, at + end
+        pos = at + end
+    if pos < size:
+        yield pos, size
+
+
+def loaded(unit: Unit, fd: int) -> Block:
+    """A Span's bytes, read from the file (`fd`, shared with the parent: pread moves no offset)."""
+    return os.pread(fd, unit[1] - unit[0], unit[0]) if isinstance(unit, tuple) else unit
+
+
+def read_unit(unit: Block, sep: str) -> tuple[list[Columns], int]:
     """The unit's rows as columns, and how many of its records could not be read."""
     if isinstance(unit, bytes):
         text = unit.decode("utf-8", "replace")  # as per record: no UTF-8 sequence spans a newline
@@ -72,12 +100,14 @@ def _readable(rows: list[AccountingRow]) -> tuple[Columns, int]:
     return of_rows(readable), len(rows) - len(readable)
 
 
-def _last_row_end(data: bytes, bsep: bytes) -> int:
+def _last_row_end(data: bytes, bsep: bytes, starts_a_line: bool = True) -> int:
     end = data.rfind(b"\n") + 1
     for _ in range(LOOK_BACK):
         if end <= 0:
             return 0
         start = data.rfind(b"\n", 0, end - 1) + 1
+        if start == 0 and not starts_a_line:
+            return 0  # the window's first line may have begun before it
         line = data[start:end]
         if len(line) <= MAX_RECORD and whole_row(line, bsep):  # records reads it as one piece: a whole row
             return end
@@ -85,7 +115,7 @@ def _last_row_end(data: bytes, bsep: bytes) -> int:
     return 0
 
 
-def _record_by_record(source: _Prefixed, bsep: bytes) -> Iterator[Unit]:
+def _record_by_record(source: _Prefixed, bsep: bytes) -> Iterator[Block]:
     batch: list[tuple[bytes, bool]] = []
     for record, cut in records(source, bsep):
         batch.append((record, cut))

@@ -8,6 +8,7 @@ any node when it is shared).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,21 @@ class SpoolView:
     def __init__(self, spool_dir: str, mode: str) -> None:
         self.root = Path(spool_dir)
         self.mode = mode
+        self._names: dict[str, frozenset[str]] = {}  # per subdirectory, listed once: a stat per job costs
+
+    def __getstate__(self) -> tuple[Path, str]:  # a tally crosses processes: the listings stay behind
+        return self.root, self.mode
+
+    def __setstate__(self, state: tuple[Path, str]) -> None:
+        self.__init__(str(state[0]), state[1])  # type: ignore[misc]
+
+    def _has(self, sub: str, name: str, file: str) -> bool:
+        if sub not in self._names:
+            try:
+                self._names[sub] = frozenset(os.listdir(self.root / sub))
+            except OSError:
+                self._names[sub] = frozenset()
+        return name in self._names[sub] and os.path.isfile(self.root / sub / file)
 
     def reason(self, job_id: str, bucket: str, comment: str) -> str:
         if OPT_OUT in comment:  # as the Epilog decides it
@@ -38,9 +54,9 @@ class SpoolView:
             return "foreign_admin_comment"
         if bucket in _UNREADABLE:
             return "unreadable_record"
-        if (self.root / "outbox" / f"{job_id}.json").is_file():
+        if self._has("outbox", f"{job_id}.json", f"{job_id}.json"):
             return "outbox_not_flushed"
-        if (self.root / "jobs" / job_id / "diagnosis.json").is_file():
+        if self._has("jobs", job_id, f"{job_id}/diagnosis.json"):
             return "shadow_mode" if self.mode == "shadow" else "diagnosed_not_annotated"
         return "not_processed"
 

@@ -1,8 +1,9 @@
 """Counting a window's jobs on every CPU: a year of a large cluster is millions of sacct rows.
 
 This process cuts sacct's output into blocks that read independently (report/blocks.py) and hands
-them to worker processes, which read them with the same parser as every other reader, classify
-and count them; their tallies merge into one. At most IN_FLIGHT blocks per worker wait at any
+them to worker processes (a saved file's blocks by their offsets, which each worker reads itself;
+sacct's pipe's blocks through the queue), which read them with the same parser as every other
+reader, classify and count them; their tallies merge into one. At most IN_FLIGHT blocks per worker wait at any
 time, so memory stays bounded whatever the row count. With one CPU the same steps run here.
 """
 
@@ -13,6 +14,7 @@ import gc
 import multiprocessing
 import os
 import queue
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
@@ -20,7 +22,7 @@ from multiprocessing.queues import Queue
 from typing import IO
 
 from slurm_hooks.report.aggregate import Tally
-from slurm_hooks.report.blocks import Unit, batches, read_unit, units
+from slurm_hooks.report.blocks import Unit, batches, loaded, read_unit, spans, units
 from slurm_hooks.report.coverage import SpoolView
 from slurm_hooks.report.read import Filters, JobReader
 from slurm_hooks.slurm.client import AccountingRow
@@ -82,15 +84,16 @@ def count_stream(stream: IO[bytes], sep: str, counting: Counting, workers: int) 
             for unit in units(stream, sep.encode()):
                 _count(*read_unit(unit, sep), reader, counting, total)
         return total
-    fork = multiprocessing.get_context("fork")  # workers inherit the setup: nothing to pickle but blocks
+    fork = multiprocessing.get_context("fork")  # workers inherit the setup and the open file
     todo: Queue[Unit | None] = fork.Queue(maxsize=workers * IN_FLIGHT)
     done: Queue[Tally | str] = fork.Queue()
-    procs = [fork.Process(target=_work, args=(counting, sep, todo, done), daemon=True) for _ in range(workers)]
+    fd = stream.fileno() if _regular_file(stream) else -1
+    procs = [fork.Process(target=_work, args=(counting, sep, fd, todo, done), daemon=True) for _ in range(workers)]
     for proc in procs:
         proc.start()
     try:
-        for unit in units(stream, sep.encode()):
-            _handed(todo, unit, procs)
+        for part in (spans if fd >= 0 else units)(stream, sep.encode()):  # a file's blocks go by offset
+            _handed(todo, part, procs)
         for _ in procs:
             _handed(todo, None, procs)
         for _ in procs:
@@ -135,13 +138,20 @@ def _count(parts: list[Columns], unreadable: int, reader: JobReader, counting: C
         tally.add(counting.filters.apply(reader.jobs(cols)))
 
 
-def _work(counting: Counting, sep: str, todo: Queue[Unit | None], done: Queue[Tally | str]) -> None:
+def _regular_file(stream: IO[bytes]) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError):  # io.BytesIO and the like have no file number
+        return False
+
+
+def _work(counting: Counting, sep: str, fd: int, todo: Queue[Unit | None], done: Queue[Tally | str]) -> None:
     """A worker: count every unit until told to stop, then hand back one tally."""
     gc.disable()  # see no_cycle_collector
     reader, tally = counting.reader(), counting.tally()
     try:
         while (unit := todo.get()) is not None:
-            _count(*read_unit(unit, sep), reader, counting, tally)
+            _count(*read_unit(loaded(unit, fd), sep), reader, counting, tally)
     except Exception as exc:  # the parent raises it; a traceback here would be lost
         done.put(f"{type(exc).__name__}: {exc}")
         return
