@@ -124,7 +124,7 @@ class Tally:
         self._failed(jobs, list(compress(range(n), failed)), shown, n_nodes)
 
     def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int]) -> None:
-        """Hours lost, days, root nodes and coverage of the failed rows (a fifth of them, or fewer)."""
+        """Hours lost, days, root nodes and coverage: the failed rows only."""
         cols = jobs.cols
         labels = list(map(shown.__getitem__, rows))
         days = [end[:10] if end[:1].isdigit() else "" for end in map(cols.end.__getitem__, rows)]

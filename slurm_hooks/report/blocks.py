@@ -31,6 +31,7 @@ Unit = Block | Span
 
 
 def units(stream: IO[bytes], bsep: bytes, block: int = BLOCK, longest: int = LONGEST) -> Iterator[Block]:
+    """The stream's Blocks, in order, read here (sacct's pipe; a file whose windows found no cut)."""
     source = _Prefixed(stream)
     carry = b""
     while data := source.read(block):
@@ -50,9 +51,10 @@ def units(stream: IO[bytes], bsep: bytes, block: int = BLOCK, longest: int = LON
 
 
 def spans(file: IO[bytes], bsep: bytes, block: int = BLOCK, window: int = WINDOW) -> Iterator[Unit]:
-    """A regular file's blocks as Spans, cut where `units` would cut: this process reads only a
-    window at each block's end, and the workers read their blocks with pread, so a block crosses
-    no pipe. Where a window holds no whole row (a huge record), the rest is read as `units` reads."""
+    """A regular file's blocks as Spans, each cut after a whole row as `units` cuts: this process
+    reads only a window at each block's end, and the workers read their blocks with pread, so a
+    block crosses no pipe. Where a window holds no whole row (a huge record), the rest is read as
+    `units` reads it."""
     fd, pos = file.fileno(), file.tell()
     size = os.fstat(fd).st_size
     while size - pos > block:
@@ -75,24 +77,28 @@ def loaded(unit: Unit, fd: int) -> Block:
 
 def read_unit(unit: Block, sep: str) -> tuple[list[Columns], int]:
     """The unit's rows as columns, and how many of its records could not be read."""
-    if isinstance(unit, bytes):
-        text = unit.decode("utf-8", "replace")  # as per record: no UTF-8 sequence spans a newline
-        lines, others = whole_lines(text, sep)
-        cols = fast_columns(lines, sep)
-        if cols is None:  # a line with a row's field count that is not one: read it all the careful way
-            others, cols = [text], of_rows([])
-        # A whole row leaves nothing pending (accounting.records), so the lines between rows read alike alone.
-        unit = [record for other in others for record in records(io.BytesIO(other.encode()), sep.encode())]
-        slow, unreadable = _readable([parse_record(record, cut, sep) for record, cut in unit])
-        return [cols, slow], unreadable
-    slow, unreadable = _readable([parse_record(record, cut, sep) for record, cut in unit])
-    return [slow], unreadable
+    if isinstance(unit, list):
+        slow, unreadable = _parsed(unit, sep)
+        return [slow], unreadable
+    text = unit.decode("utf-8", "replace")  # as per record: no UTF-8 sequence spans a newline
+    lines, others = whole_lines(text, sep)
+    cols = fast_columns(lines, sep)
+    if cols is None:  # a line with a row's field count that is not one: read it all the careful way
+        others, cols = [text], of_rows([])
+    # A whole row leaves nothing pending (accounting.records), so the lines between rows read alike alone.
+    cut_apart = [record for other in others for record in records(io.BytesIO(other.encode()), sep.encode())]
+    slow, unreadable = _parsed(cut_apart, sep)
+    return [cols, slow], unreadable
 
 
 def batches(rows: Iterator[AccountingRow]) -> Iterator[tuple[Columns, int]]:
     """Rows from any backend as columns, BATCH at a time, and how many of them were unreadable."""
     while batch := list(itertools.islice(rows, BATCH)):
         yield _readable(batch)
+
+
+def _parsed(cut_apart: list[tuple[bytes, bool]], sep: str) -> tuple[Columns, int]:
+    return _readable([parse_record(record, cut, sep) for record, cut in cut_apart])
 
 
 def _readable(rows: list[AccountingRow]) -> tuple[Columns, int]:
