@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import signal
 import subprocess
 import tempfile
@@ -22,7 +21,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Protocol
 
-from slurm_hooks.proc import TOOL_ENV
+from slurm_hooks.proc import TOOL_ENV, kill_group
 from slurm_hooks.slurm.client import SEP, AccountingRow, SlurmError
 
 FIELDS = (
@@ -78,7 +77,7 @@ def sacct_output(argv: list[str], timeout_s: float) -> Iterator[IO[bytes]]:
             )
         except OSError as exc:
             raise SlurmError(f"{argv[0]}: {exc.strerror or exc}") from None
-        timer = threading.Timer(timeout_s, _kill, (proc.pid,))
+        timer = threading.Timer(timeout_s, kill_group, (proc.pid,))
         timer.start()
         try:
             assert proc.stdout is not None
@@ -87,7 +86,7 @@ def sacct_output(argv: list[str], timeout_s: float) -> Iterator[IO[bytes]]:
         finally:
             timer.cancel()
             if proc.returncode is None:  # the reader stopped early: sacct must not stay behind
-                _kill(proc.pid)
+                kill_group(proc.pid)
                 proc.wait()
         if timer.finished.is_set() and proc.returncode == -signal.SIGKILL:
             raise SlurmError(f"sacct did not finish within {timeout_s:g}s")
@@ -95,11 +94,6 @@ def sacct_output(argv: list[str], timeout_s: float) -> Iterator[IO[bytes]]:
             err.seek(0)
             tail = err.read()[-500:].decode(errors="replace").strip().splitlines()
             raise SlurmError(f"sacct: exit {proc.returncode}: {tail[-1] if tail else ''}")
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def parse_rows(stream: IO[bytes], sep: str = SEP) -> Iterator[AccountingRow]:
