@@ -37,7 +37,7 @@ class SpoolView:
         return self.root, self.mode
 
     def __setstate__(self, state: tuple[Path, str]) -> None:
-        self.__init__(str(state[0]), state[1])  # type: ignore[misc]
+        self.root, self.mode, self._names = state[0], state[1], {}
 
     def _has(self, sub: str, name: str, file: str) -> bool:
         if sub not in self._names:

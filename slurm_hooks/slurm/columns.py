@@ -57,11 +57,12 @@ def whole_lines(text: str, sep: str) -> tuple[list[str], list[str]]:
     lines = text.split("\n")
     tail = lines.pop()  # after the last newline: a line sacct had not finished
     counts = list(map(str.count, lines, repeat(sep, len(lines))))
-    if counts.count(_WIDTH - 1) == len(lines) and max(map(len, lines), default=0) < _LONG and not tail:
+    longest = max(map(len, lines), default=0)
+    if counts.count(_WIDTH - 1) == len(lines) and longest < _LONG and not tail:
         return lines, []  # the common case, checked in C
     n = len(lines)
     odd = list(compress(range(n), map(ne, counts, repeat(_WIDTH - 1))))
-    if max(map(len, lines), default=0) >= _LONG:
+    if longest >= _LONG:
         odd = sorted({*odd, *(i for i, line in enumerate(lines) if len(line) >= _LONG)})
     if tail:
         lines.append(tail)
