@@ -8,20 +8,18 @@ import time
 from collections.abc import Callable
 from types import FrameType
 
-from slurm_hooks.config import Config, ConfigError, load_config
+from slurm_hooks.config import Config, hook_config
 from slurm_hooks.hooklog import HookLog, Log
 from slurm_hooks.proc import kill_all
 
 
 def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, Log]:
-    """A broken config must not stop the hook: log it once and go on with defaults."""
-    try:
-        config, error = load_config(), None
-    except ConfigError as exc:
-        config, error = Config(), str(exc)
+    """A broken config must not stop the hook, nor change what it does: log it once and go on with
+    the last configuration that loaded, or with the defaults in shadow mode (config.hook_config)."""
+    config, error = hook_config()
     log = HookLog(config.log_file, hook, job_id)
     if error:
-        log.error("config_invalid", error=error, using="defaults")
+        log.error("config_invalid", error=error, using=config.source)
     return config, log
 
 
