@@ -7,10 +7,12 @@ Like cli.py, imports deferred to the call.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from slurm_hooks.cli import cli_config
+from slurm_hooks.layout import is_number
 
 
 def flush_command(_args: argparse.Namespace) -> int:
@@ -72,14 +74,17 @@ def collect_command(args: argparse.Namespace) -> int:
     from slurm_hooks.spool import Spool
 
     config = cli_config()
-    if not args.job_id.isdigit():
+    if not is_number(args.job_id):
         print(f"slurm-hooks: {args.job_id!r} is not a job id", file=sys.stderr)
         return 2
     job = Spool(config.spool_dir).job_dir(args.job_id)
     if not (job / "bundle").is_dir():
         print(f"slurm-hooks: no bundle for job {args.job_id} in {job.parent} on this node", file=sys.stderr)
         return 1
-    with tarfile.open(args.output, "w:gz") as tar:
+    # 0600 whatever the umask: the bundle holds the job's logs, which only its user and root may read.
+    fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w:gz") as tar:
         tar.add(job / "bundle", arcname=args.job_id)
         if (job / "diagnosis.json").exists():
             tar.add(job / "diagnosis.json", arcname=f"{args.job_id}/diagnosis.json")

@@ -31,7 +31,9 @@ def _budgets(config: Config, where: str) -> None:
     budgets = config.budgets._asdict()
     for key, value in budgets.items():
         if not 0 < value <= BUDGET_MAX_S:
-            raise _fail(where, f"budgets.{key}", f"must be more than 0 and at most {BUDGET_MAX_S:g} seconds, got {value}")
+            raise _fail(
+                where, f"budgets.{key}", f"must be more than 0 and at most {BUDGET_MAX_S:g} seconds, got {value}"
+            )
     for inner, outer in _NESTED:
         if budgets[inner] >= budgets[outer]:
             raise _fail(

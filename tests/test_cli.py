@@ -34,8 +34,13 @@ def test_collect_makes_a_bundle_that_diagnose_reads(tmp_path: Path) -> None:
     config.write_text(f"spool_dir: {tmp_path / 'spool'}\n")
     shutil.copytree(EXAMPLE, tmp_path / "spool/jobs/6120447/bundle")
     env = {"SLURM_HOOKS_CONFIG": str(config), "SLURM_HOOKS_CACHE_DIR": str(tmp_path / "cache")}
-    out = cli("collect", "6120447", "-o", str(tmp_path / "support.tar.gz"), env=env)
+    old = os.umask(0o022)
+    try:
+        out = cli("collect", "6120447", "-o", str(tmp_path / "support.tar.gz"), env=env)
+    finally:
+        os.umask(old)
     assert out.returncode == 0, out.stderr
+    assert (tmp_path / "support.tar.gz").stat().st_mode & 0o777 == 0o600  # the job's logs: not world-readable
     with tarfile.open(tmp_path / "support.tar.gz") as tar:
         assert "6120447/job.json" in tar.getnames()
     got = json.loads(cli("diagnose", "--json", str(tmp_path / "support.tar.gz")).stdout)

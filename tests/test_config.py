@@ -143,7 +143,10 @@ def test_limits_are_read_and_cached(tmp_path: Path) -> None:
         ("ncore_sources: [{type: command, argv: [ncore]}]", "key 'ncore_sources[0].argv' must start with an absolute"),
         # files: exist and regular
         ("kernel_log_file: /dev/zero", "key 'kernel_log_file' names /dev/zero, which is not a regular file"),
-        ("rule_files: [/nonexistent/site.yaml]", "key 'rule_files[0]' names /nonexistent/site.yaml, which cannot be read"),
+        (
+            "rule_files: [/nonexistent/site.yaml]",
+            "key 'rule_files[0]' names /nonexistent/site.yaml, which cannot be read",
+        ),
         ("rule_files: [site.yaml]", "key 'rule_files[0]' must be an absolute path"),
         # patterns compile, zones exist, keys are given once
         ("report: {rack_pattern: 'gb-r(?P<rack>'}", "key 'report.rack_pattern' is not a regular expression"),

@@ -173,3 +173,12 @@ def test_task_prolog_imports_neither_the_config_module_nor_yaml(tmp_path: Path) 
         env={**os.environ, "SLURM_HOOKS_CONFIG": str(path), "SLURM_JOB_ID": "83"},
     )
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_gid_that_is_not_ascii_digits_is_ignored_not_fatal(tmp_path: Path, config: Path) -> None:
+    from tests.fakes import GB200, RecordedGpu
+
+    assert prolog.main({"SLURM_JOB_ID": "82", "SLURM_JOB_GID": "²"}, gpu=RecordedGpu(GB200)) == 0
+    assert log_lines(tmp_path)[-1]["event"] == "facts_recorded"
+    assert prolog.main({"SLURM_JOB_ID": "8²"}, gpu=RecordedGpu(GB200)) == 0
+    assert log_lines(tmp_path)[-1]["event"] == "no_job_id"
