@@ -15,7 +15,7 @@ from slurm_hooks.cli import cli_config
 from slurm_hooks.layout import is_number
 
 
-def flush_command(_args: argparse.Namespace) -> int:
+def flush_command(args: argparse.Namespace) -> int:
     from slurm_hooks.clock import SystemClock
     from slurm_hooks.deliver.annotate import deliver_backlog
     from slurm_hooks.deliver.outbox import Outbox
@@ -23,7 +23,7 @@ def flush_command(_args: argparse.Namespace) -> int:
     from slurm_hooks.hooks.deps import slurm_client
     from slurm_hooks.metrics import Metrics
 
-    config, clock = cli_config(), SystemClock()
+    config, clock = cli_config(args.config), SystemClock()
     started = clock.monotonic()
     tally = deliver_backlog(
         Outbox(Path(config.spool_dir)),
@@ -53,7 +53,7 @@ def decode_command(args: argparse.Namespace) -> int:
         from slurm_hooks.hooks.deps import slurm_client  # the configured backend, as the Epilog wrote it
         from slurm_hooks.slurm.client import SlurmError
 
-        config = cli_config(strict=False)
+        config = cli_config(args.config, strict=False)
         try:  # only the field we write to: a record in the user's own Comment may be their forgery
             comment, admin = slurm_client(config).accounting_comments(args.job)
             texts = [admin if config.annotation.field == "admin_comment" else comment]
@@ -73,7 +73,7 @@ def collect_command(args: argparse.Namespace) -> int:
 
     from slurm_hooks.spool import Spool
 
-    config = cli_config()
+    config = cli_config(args.config)
     if not is_number(args.job_id):
         print(f"slurm-hooks: {args.job_id!r} is not a job id", file=sys.stderr)
         return 2
