@@ -53,9 +53,10 @@ coverage-epilog: venv
 		tests/test_deliver.py tests/test_outbox.py tests/test_spool.py tests/test_job.py tests/test_job_logs.py \
 		tests/test_kernel.py
 
-lint: venv typecheck  ## mypy --strict on the package, ruff check, ruff format --check (CI runs this before the tests)
+lint: venv typecheck  ## mypy --strict on the package, ruff check, ruff format --check, vermin (CI runs this before the tests)
 	$(BIN)/ruff check slurm_hooks tests bench
 	$(BIN)/ruff format --check slurm_hooks tests bench
+	$(BIN)/vermin -q --no-tips -t=3.10- --violations --eval-annotations slurm_hooks
 
 typecheck: venv  ## mypy --strict on slurm_hooks/ (settings in pyproject.toml)
 	$(BIN)/mypy
