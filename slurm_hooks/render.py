@@ -61,16 +61,16 @@ def to_text(d: Diagnosis, width: int = 100) -> str:
     return "\n".join(out) + "\n"
 
 
-def _value(value: Any) -> str:
+def as_text(value: Any) -> str:
     """One fact for a person: None is "not read"; a mapping is key=value pairs; a list is comma-joined."""
     if value is None or value == "":
         return NOT_READ
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_value(v)}" for k, v in value.items())
+        return ", ".join(f"{k}={as_text(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return ", ".join(_value(v) for v in value) or "none"
+        return ", ".join(as_text(v) for v in value) or "none"
     return str(value)
 
 
@@ -79,7 +79,7 @@ def facts_text(facts: Mapping[str, Any], config_source: str, width: int = 100) -
     out = textwrap.wrap(f"config: {config_source}", width, subsequent_indent="  ")
     for key, value in facts.items():
         if key != "errors":
-            out += textwrap.wrap(f"{key}: {_value(value)}", width, subsequent_indent="  ", break_on_hyphens=False)
+            out += textwrap.wrap(f"{key}: {as_text(value)}", width, subsequent_indent="  ", break_on_hyphens=False)
     errors = facts.get("errors") or []
     out.append("errors: none" if not errors else "errors:")
     for error in errors:

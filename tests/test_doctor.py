@@ -188,3 +188,17 @@ def test_hook_dirs_include_make_installs_prefix() -> None:
     dirs = hook_dirs({})
     assert Path(sys.prefix).parent / "hooks" in dirs and Path("/opt/slurm-hooks/hooks") in dirs
     assert dirs[-1] == Path("/etc/slurm/hooks")
+
+
+def test_doctor_refuses_what_the_hooks_refuse(tmp_path: Path) -> None:
+    """The same checks as the hooks' loader: a kernel_log_file that is not a regular file is named."""
+    cfg = make_node(tmp_path)
+    cfg.write_text(cfg.read_text() + "kernel_log_file: /dev/zero\n")
+    run = doctor(tmp_path, cfg)
+    assert run.returncode == 1 and "key 'kernel_log_file' names /dev/zero, which is not a regular file" in run.stdout
+    assert "until then the hooks use (built-in defaults in shadow mode" in run.stdout
+
+
+def test_an_nvml_answer_with_gaps_says_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    partial = RecordedGpu(GpuInfo("580.159.04", None, None, 0))
+    assert nvml_finding(tmp_path, partial, monkeypatch)[1] == "driver 580.159.04, CUDA not read, 0 x not read"

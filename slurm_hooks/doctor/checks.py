@@ -19,6 +19,7 @@ from pathlib import Path
 from slurm_hooks.config import Config, ConfigError, config_path, hook_config, load_config
 from slurm_hooks.facts.gpu import GpuQuery, GpuQueryError
 from slurm_hooks.metrics import outbox_gauges
+from slurm_hooks.render import as_text
 
 Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[bytes]"]
 OUTBOX_STALE_S = 3600.0
@@ -132,7 +133,8 @@ def check_nvml(config: Config, deps: DoctorDeps) -> Finding:
     return Finding(
         "nvml",
         "ok",
-        f"driver {info.driver_version}, CUDA {info.cuda_driver_version}, {info.gpu_count} x {info.gpu_model}",
+        f"driver {as_text(info.driver_version)}, CUDA {as_text(info.cuda_driver_version)}, "
+        f"{as_text(info.gpu_count)} x {as_text(info.gpu_model)}",
     )
 
 
