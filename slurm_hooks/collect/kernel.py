@@ -45,9 +45,11 @@ class HostKernelLog:
         text = from_journal(start, end, self.timeout_s)
         if text is not None:
             return text, "journal"
-        if boot is not None and (text := from_kmsg(start, end, boot, self.kmsg)) is not None:
+        if boot is None:
+            return None, "none (no journal; no boot time to place /dev/kmsg records)"
+        if (text := from_kmsg(start, end, boot, self.kmsg)) is not None:
             return text, "/dev/kmsg"
-        return None, "none (no journal, /dev/kmsg unreadable or no boot time)"
+        return None, f"none (no journal; {self.kmsg} unreadable)"
 
 
 class FileKernelLog:
