@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from slurm_hooks.collect.kernel import FileKernelLog, kernel_log_for
-from slurm_hooks.collect.kmsg_follow import Follower, OutputFile, load_state
+from slurm_hooks.collect.kmsg_follow import BATCH_RECORDS, Follower, OutputFile, load_state
 from slurm_hooks.collect.kmsg_record import MAX_TEXT
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time
 from tests.epilog_fakes import RecordingLog
@@ -183,3 +183,13 @@ def test_a_planted_link_is_never_written_through(tmp_path: Path) -> None:
     f = follower(kmsg, out)
     drain(f)
     assert target.read_text() == "" and f.state.dropped == 1
+
+
+def test_a_restart_reads_past_more_written_records_than_one_batch(tmp_path: Path) -> None:
+    kmsg, out = FakeKmsg(BOOT.timestamp()), tmp_path / "kernel.log"
+    for i in range(BATCH_RECORDS + 5):
+        kmsg.log(f"msg {i}")
+    drain(follower(kmsg, out))
+    kmsg.log("new")
+    drain(follower(kmsg.reopen(), out))  # a first batch of nothing but records already written
+    assert lines(out)[-1].endswith("kernel: new") and len(lines(out)) == BATCH_RECORDS + 6

@@ -130,23 +130,23 @@ class Follower:
         self.log.info("kmsg_follow_start", boot_id=boot, resumed=True, after_seq=saved.seq)
         return saved
 
-    def _batch(self) -> tuple[list[str], int]:
-        """Lines of the records after state.seq, and the last sequence number read."""
+    def _batch(self) -> tuple[list[str], int, bool]:
+        """Lines of the records after state.seq, the last sequence number read, and whether the
+        kernel may have more right now (the batch ended on its size, not on EAGAIN)."""
         lines: list[str] = []
         seq, booted_at, size = self.state.seq, self.device.booted_at(), 0
         for _ in range(BATCH_RECORDS):  # reads, not records: a device that only fails still yields
             if size >= self.max_bytes // 4:
-                break  # a batch never fills a file alone
+                return lines, seq, True  # a batch never fills a file alone
             try:
                 raw = self.device.read()
             except BrokenPipeError:
                 self.log.warning("kmsg_overrun", after_seq=seq)  # the gap is counted at the next record
                 continue
             if raw is None:
-                break
+                return lines, seq, False
             record = parse_record(raw)
-            line = format_line(record, booted_at, self.host) if record else None
-            if record is None or line is None:
+            if record is None:
                 self.state.garbled += 1
                 continue
             if record.seq <= seq:
@@ -154,15 +154,19 @@ class Follower:
             if seq >= 0 and record.seq > seq + 1:
                 self.state.lost += record.seq - seq - 1
             seq = record.seq
+            if (line := format_line(record, booted_at, self.host)) is None:
+                self.state.garbled += 1
+                continue
             lines.append(line)
             size += len(line)
-        return lines, seq
+        return lines, seq, True
 
     def step(self) -> bool:
-        """False when the kernel had no new record."""
-        lines, seq = self._batch()
+        """False when the kernel has no new record now."""
+        lines, seq, more = self._batch()
         if not lines:
-            return False
+            self.state.seq = max(self.state.seq, seq)
+            return more
         data = "".join(lines).encode()
         try:
             found = self.out.identity()
