@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from slurm_hooks.collect.kmsg_follow import OutputFile
+from slurm_hooks.collect.kmsg_output import OutputFile
 
 
 class FakeKmsg:

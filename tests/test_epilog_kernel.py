@@ -8,7 +8,8 @@ from pathlib import Path
 
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.collect.kernel import kernel_log_for
-from slurm_hooks.collect.kmsg_follow import Follower, OutputFile
+from slurm_hooks.collect.kmsg_follow import Follower
+from slurm_hooks.collect.kmsg_output import OutputFile
 from tests.epilog_fakes import FakeKernel, RecordingLog
 from tests.kmsg_fakes import FakeKmsg
 from tests.test_epilog import EXAMPLE, JOB, Rig

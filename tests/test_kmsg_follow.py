@@ -11,7 +11,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from slurm_hooks.collect.kernel import FileKernelLog, kernel_log_for
-from slurm_hooks.collect.kmsg_follow import BATCH_RECORDS, Follower, OutputFile, load_state
+from slurm_hooks.collect.kmsg_follow import BATCH_RECORDS, Follower, load_state
+from slurm_hooks.collect.kmsg_output import OutputFile
 from slurm_hooks.collect.kmsg_record import MAX_TEXT
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time
 from tests.epilog_fakes import RecordingLog

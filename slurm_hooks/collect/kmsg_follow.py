@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import asdict, dataclass
-from typing import Protocol
 
 from slurm_hooks.collect.kmsg_device import KmsgDevice
+from slurm_hooks.collect.kmsg_output import Output, OutputFile
 from slurm_hooks.collect.kmsg_record import format_line, host_token, parse_record
 from slurm_hooks.hooklog import Log
 from slurm_hooks.safeio import atomic_write, read_small
@@ -37,68 +36,6 @@ class State:
     dropped: int = 0  # records not written: the output failed (disk full)
     lost: int = 0  # records the ring buffer overwrote before they were read
     garbled: int = 0  # reads that were no record
-
-
-class Output(Protocol):
-    """The output file; append is all or nothing: a failed write leaves the file as it was."""
-
-    def append(self, data: bytes) -> tuple[int, int]:
-        """(inode, size) after writing `data`; raises OSError and leaves no part of `data` behind."""
-        ...
-
-    def identity(self) -> tuple[int, int] | None:
-        """(inode, size) of FILE, None if there is none."""
-        ...
-
-    def rotate(self) -> None: ...
-    def trim(self, size: int) -> None: ...
-
-
-class OutputFile:
-    """FILE on a local disk (a hostPath): opened for every batch, never through a link."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def _open(self, flags: int) -> int:
-        fd = os.open(self.path, flags | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise OSError(f"{self.path}: not a regular file")
-        return fd
-
-    def append(self, data: bytes) -> tuple[int, int]:
-        fd = self._open(os.O_APPEND | os.O_CREAT)
-        try:
-            before = os.fstat(fd)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fdatasync(fd)  # before the state says these lines are there
-            except OSError:
-                os.ftruncate(fd, before.st_size)  # no half line: frees the space the write took
-                raise
-            return before.st_ino, before.st_size + len(data)
-        finally:
-            os.close(fd)
-
-    def identity(self) -> tuple[int, int] | None:
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return None
-        return st.st_ino, st.st_size
-
-    def rotate(self) -> None:
-        os.replace(self.path, self.path + ".1")
-
-    def trim(self, size: int) -> None:
-        fd = self._open(0)
-        try:
-            os.ftruncate(fd, size)
-        finally:
-            os.close(fd)
 
 
 def load_state(path: str) -> State | None:
