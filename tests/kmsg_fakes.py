@@ -15,6 +15,7 @@ class FakeKmsg:
         self.records: list[tuple[int, bytes]] = []
         self.boot, self.booted, self.capacity = boot_id, booted_at, capacity
         self.next_seq, self.pos, self.waits = 0, 0, 0
+        self.errors: list[OSError] = []  # raised by the next reads, in order
 
     def log(self, text: bytes | str, usec: int = 1_000_000, raw: bytes | None = None) -> int:
         """A record (or exactly `raw` as the bytes of one read); returns its sequence number."""
@@ -31,6 +32,8 @@ class FakeKmsg:
         return self
 
     def read(self) -> bytes | None:
+        if self.errors:
+            raise self.errors.pop(0)
         if not self.records or self.pos >= self.next_seq:
             return None
         first = self.records[0][0]

@@ -6,6 +6,7 @@ test_kmsg_real.py runs the same collector on this machine's own /dev/kmsg and a 
 
 from __future__ import annotations
 
+import errno
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -194,3 +195,13 @@ def test_a_restart_reads_past_more_written_records_than_one_batch(tmp_path: Path
     kmsg.log("new")
     drain(follower(kmsg.reopen(), out))  # a first batch of nothing but records already written
     assert lines(out)[-1].endswith("kernel: new") and len(lines(out)) == BATCH_RECORDS + 6
+
+
+def test_a_read_error_is_said_once_and_reading_goes_on(tmp_path: Path) -> None:
+    kmsg, out, log = FakeKmsg(BOOT.timestamp()), tmp_path / "kernel.log", RecordingLog()
+    kmsg.log("msg 0")
+    kmsg.errors = [OSError(errno.EIO, "Input/output error"), OSError(errno.EIO, "Input/output error")]
+    f = follower(kmsg, out, log=log)
+    assert not f.step() and not f.step()  # nothing read: the collector waits and tries again
+    drain(f)
+    assert lines(out)[0].endswith("kernel: msg 0") and log.events("error") == ["kmsg_read_failed"]

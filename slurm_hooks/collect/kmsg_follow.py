@@ -54,6 +54,7 @@ class Follower:
         self.host, self.max_bytes = host_token(host), max_bytes
         self.state = self._resume(load_state(state_path))
         self.failing = False  # the output failed last time: say so once, and once when it is back
+        self.read_failing = False
 
     def _resume(self, saved: State | None) -> State:
         boot = self.device.boot_id()
@@ -80,6 +81,12 @@ class Follower:
             except BrokenPipeError:
                 self.log.warning("kmsg_overrun", after_seq=seq)  # the gap is counted at the next record
                 continue
+            except OSError as exc:  # not seen from a kernel; said once, and the next step tries again
+                if not self.read_failing:
+                    self.log.error("kmsg_read_failed", error=str(exc))
+                self.read_failing = True
+                return lines, seq, False
+            self.read_failing = False
             if raw is None:
                 return lines, seq, False
             record = parse_record(raw)
