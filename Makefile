@@ -56,7 +56,7 @@ coverage-epilog: venv
 lint: venv typecheck  ## mypy --strict on the package, ruff check, ruff format --check, vermin (CI runs this before the tests)
 	$(BIN)/ruff check slurm_hooks tests bench
 	$(BIN)/ruff format --check slurm_hooks tests bench
-	$(BIN)/vermin -q --no-tips -t=3.10- --violations --eval-annotations slurm_hooks
+	$(BIN)/vermin -q -t=3.10- --violations --no-tips slurm_hooks  # requires-python >=3.10, checked
 
 typecheck: venv  ## mypy --strict on slurm_hooks/ (settings in pyproject.toml)
 	$(BIN)/mypy

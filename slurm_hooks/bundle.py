@@ -27,6 +27,7 @@ MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is n
 DEFAULT_LIMITS = Limits()
 PARTS = ("nodes", "kernel", "logs")  # read in this order: what a file cap cuts first is logs
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][\w.-]{0,254}$")
+_NO_KERNEL = "its segfault, Xid and OOM lines are missing (no journal: slurm-hooks kmsg-follow, kernel_log_file)"
 
 
 class BundleError(Exception):
@@ -202,10 +203,13 @@ def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
     job = _job_info(root, skipped)
     parts = _listed(root, limits, skipped)
     facts: dict[str, NodeFacts] = {}
+    no_kernel: dict[str, str] = {}
     for file in parts["nodes"]:
         if file.name.endswith(".json") and (doc := _read_json(root, file.rel, skipped)) is not None:
             node = str(doc.get("node") or file.name.removesuffix(".json"))
             facts[node] = NodeFacts.from_json(doc, node, skipped)
+            if isinstance(source := doc.get("kernel_source"), str) and source.startswith("none"):
+                no_kernel[node] = f"no kernel lines from {node} {source.removeprefix('none ')}"
     kernels = {}
     for file in parts["kernel"]:
         node = file.name.removesuffix(".log")
@@ -213,6 +217,7 @@ def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
             kernels[node] = file
         else:
             skipped.append(f"{file.rel}: file name is not a node name; not read")
+    skipped += [f"kernel/{n}.log: {why[:200]}; {_NO_KERNEL}" for n, why in no_kernel.items() if n not in kernels]
     if not parts["logs"]:
         skipped.append("logs/: no job log files")
     return Bundle(root=root, job=job, facts=facts, logs=parts["logs"], kernels=kernels, skipped=skipped, limits=limits)

@@ -104,6 +104,20 @@ def _doctor(args: argparse.Namespace) -> int:
     return main(Path(args.config) if args.config else None, Path(args.hooks_dir) if args.hooks_dir else None)
 
 
+def _kmsg_follow(args: argparse.Namespace) -> int:
+    import os
+
+    from slurm_hooks.collect.kmsg_follow import main
+    from slurm_hooks.hooklog import HookLog
+
+    output = args.output or cli_config(args.config).kernel_log_file
+    if not output:
+        print("slurm-hooks kmsg-follow: no --output and no kernel_log_file in the config", file=sys.stderr)
+        return 2
+    log = HookLog(args.log_file, "kmsg-follow")
+    return main(output, max(args.max_mb, 1) << 20, args.host or os.uname().nodename, args.kmsg, log)
+
+
 def _install_hooks(args: argparse.Namespace) -> int:
     from slurm_hooks.install import install_hooks
 
@@ -181,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job_id")
     p.add_argument("-o", "--output", required=True, help="FILE.tar.gz")
     p.set_defaults(func=collect_command)
+
+    p = command("kmsg-follow", "copy /dev/kmsg into this node's kernel_log_file, rotated (runs until SIGTERM)")
+    p.add_argument("--output", help="FILE (and FILE.1, FILE.state); default: the config's kernel_log_file")
+    p.add_argument("--max-mb", type=int, default=8, help="FILE is rotated to FILE.1 before it passes this (default 8)")
+    p.add_argument("--host", help="host name in each line (default: this UTS name; SUNK: the Kubernetes node)")
+    p.add_argument("--kmsg", default="/dev/kmsg", help="the kernel's record device (default /dev/kmsg)")
+    p.add_argument("--log-file", default="", help="JSON-lines log of what it did (default: stderr)")
+    p.set_defaults(func=_kmsg_follow)
 
     p = command("install-hooks", "write the hook scripts slurm.conf points at")
     p.add_argument("--dest", default="/etc/slurm/hooks")

@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 class NcoreSource(NamedTuple):
     """Where the ncore (CoreWeave node image) version comes from; sources are tried in order."""
 
-    type: str  # file | env | command
+    type: str  # file | env | command | cmdline (image name from host_root/proc/cmdline)
     path: str = ""  # file: first non-empty line (under host_root)
     name: str = ""  # env: variable name
     argv: tuple[str, ...] = ()  # command: argv, no shell; first line of stdout

@@ -2,8 +2,9 @@
 
 Each value class has its rule: budgets are finite seconds in (0, 3600] and the annotator's wait fits
 inside the Epilog's; counts and sizes are whole numbers from 1 up; directories and files are absolute
-paths (Slurm gives hooks no working directory); named files exist and are regular files (a
-`kernel_log_file: /dev/zero` would be read without end); the time zone exists. Every error names
+paths (Slurm gives hooks no working directory); rule files exist and are regular files, and so
+is a `kernel_log_file` that exists (`/dev/zero` would be read without end; kmsg-follow may create
+a missing one later); the time zone exists. Every error names
 the file and the key, as the type errors do.
 """
 
@@ -73,7 +74,8 @@ def _paths(config: Config, where: str) -> None:
         value = getattr(config, key)
         if value and not os.path.isabs(value):
             raise _fail(where, key, f"must be an absolute path or empty, got {value!r}")
-    if config.kernel_log_file:
+    # kmsg-follow may create it after the hooks first load the config; what exists must be a file
+    if config.kernel_log_file and os.path.lexists(config.kernel_log_file):
         _regular_file(where, "kernel_log_file", config.kernel_log_file)
     for i, rule_file in enumerate(config.rule_files):
         if not os.path.isabs(rule_file):

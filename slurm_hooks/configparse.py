@@ -16,7 +16,7 @@ _CHOICES = {
     "annotation.field": ("admin_comment", "comment"),
     "annotation.mode": ("all", "failures", "shadow"),
     "slurm.backend": ("auto", "cli", "pyslurm"),
-    "ncore_sources.type": ("file", "env", "command"),
+    "ncore_sources.type": ("file", "env", "command", "cmdline"),
     "annotator": ("epilog", "epilog_slurmctld"),
 }
 
@@ -61,6 +61,13 @@ def _ncore(items: Any, where: str) -> tuple[NcoreSource, ...]:
             raise ConfigError(f"{where}: key '{key}' must be a mapping with a 'type'")
         _check_keys(item, NcoreSource, where, f"{key}.")
         kind = _scalar(item["type"], str, where, "ncore_sources.type")
+        if kind == "cmdline":  # the image name from /proc/cmdline under host_root; nothing to set
+            if extra := sorted(set(item) - {"type"}):
+                raise ConfigError(
+                    f"{where}: key '{key}.{extra[0]}' is not used by type cmdline (it reads /proc/cmdline)"
+                )
+            out.append(NcoreSource(type=kind))
+            continue
         need = {"file": "path", "env": "name", "command": "argv"}[kind]
         if not item.get(need):
             raise ConfigError(f"{where}: key '{key}.{need}' is required for type {kind}")

@@ -23,12 +23,21 @@ def zone_named(name: object, where: str, notes: list[str] | None = None) -> tzin
         return timezone.utc
 
 
+def colon_offset(value: str) -> str:
+    """`...T04:11:02+0100` as `...+01:00`: journalctl's short-iso-precise writes the first (systemd
+    252), and Python 3.10's fromisoformat (SUNK's slurmd image) reads only the second."""
+    tail = value[-5:]
+    if "T" in value and tail[:1] in ("+", "-") and tail[1:].isdigit():
+        return f"{value[:-5]}{tail[:3]}:{tail[3:]}"
+    return value
+
+
 def parse_iso(value: object, default_zone: tzinfo = timezone.utc) -> datetime | None:
     """An ISO-8601 string (job.json, node facts); a naive value is in `default_zone`."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(colon_offset(value.replace("Z", "+00:00")))
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=default_zone)

@@ -186,3 +186,9 @@ def test_a_bad_file_with_no_good_copy_runs_in_shadow_mode(tmp_path: Path, monkey
     config, error = hook_config(str(bad))
     assert "unknown key 'annotaton'" in error
     assert config.annotation.mode == "shadow" and "shadow" in config.source
+
+
+def test_a_kernel_log_file_not_there_yet_is_accepted(tmp_path: Path) -> None:
+    """kmsg-follow creates it; until then the Epilog finds no kernel lines and says so in `skipped`."""
+    cfg = parse_config(f"kernel_log_file: {tmp_path / 'kernel.log'}\n", "c.yaml")
+    assert cfg.kernel_log_file == str(tmp_path / "kernel.log")

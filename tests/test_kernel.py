@@ -40,8 +40,8 @@ def test_no_source_at_all_is_said(tmp_path: Path) -> None:
     """No journal for this window here (or no journalctl), no readable kmsg, or no boot time."""
     log = HostKernelLog(timeout_s=5, kmsg=str(tmp_path / "missing"))
     old = datetime(2001, 1, 1, tzinfo=timezone.utc)  # a window no journal on this machine holds
-    assert log.read(old, old, BOOT) == (None, "none (no journal, /dev/kmsg unreadable or no boot time)")
-    assert log.read(old, old, None)[0] is None
+    assert log.read(old, old, BOOT) == (None, f"none (no journal; {tmp_path / 'missing'} unreadable)")
+    assert log.read(old, old, None) == (None, "none (no journal; no boot time to place /dev/kmsg records)")
 
 
 def test_kmsg_is_the_fallback(tmp_path: Path) -> None:

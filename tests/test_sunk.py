@@ -10,6 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from slurm_hooks.cli import build_parser
 from slurm_hooks.configparse import parse_config
 from slurm_hooks.install import RUN_PARTS_NAME, hook_files
 
@@ -82,3 +83,25 @@ def test_shipped_config_is_valid_and_keeps_state_out_of_the_jobs_private_dirs() 
         assert path in mounted, path
     ncore = Path(config.host_root) / config.ncore_sources[0].path.lstrip("/")
     assert str(ncore.parent) in mounted
+
+
+def test_kmsg_follow_writes_on_each_node_the_file_the_slurmd_pod_reads_read_only() -> None:
+    config = parse_config(by_name("ConfigMap", "slurm-hooks-config")["data"]["config.yaml"], "configmaps.yaml")
+    pod = by_name("DaemonSet", "slurm-hooks-kmsg-follow")["spec"]["template"]["spec"]
+    follow = pod["containers"][0]
+    argv = follow["command"]
+    assert argv[:2] == ["/opt/slurm-hooks/bin/slurm-hooks", "kmsg-follow"]
+    assert argv[argv.index("--output") + 1] == config.kernel_log_file
+    assert build_parser().parse_args(argv[1:]).output == config.kernel_log_file  # a command this CLI takes
+
+    def host_dir(spec: dict[str, Any], mounts: list[dict[str, Any]], path: str) -> tuple[str, bool]:
+        mount = next(m for m in mounts if m["mountPath"] == str(Path(path).parent))
+        volume = next(v for v in spec["volumes"] if v["name"] == mount["name"])
+        return volume["hostPath"]["path"], bool(mount.get("readOnly"))
+
+    slurmd = by_name("Pod", "slurmd-slurm-hooks-example")["spec"]
+    written = host_dir(pod, follow["volumeMounts"], config.kernel_log_file)
+    read = host_dir(slurmd, slurmd["containers"][0]["volumeMounts"], config.kernel_log_file)
+    assert written == ("/var/log/slurm-hooks-kmsg", False) and read == ("/var/log/slurm-hooks-kmsg", True)
+    kmsg = next(v for v in pod["volumes"] if v["name"] == "kmsg")["hostPath"]
+    assert kmsg == {"path": "/dev/kmsg", "type": "CharDevice"} and follow["securityContext"]["privileged"] is True

@@ -45,14 +45,17 @@ class HostKernelLog:
         text = from_journal(start, end, self.timeout_s)
         if text is not None:
             return text, "journal"
-        if boot is not None and (text := from_kmsg(start, end, boot, self.kmsg)) is not None:
+        if boot is None:
+            return None, "none (no journal; no boot time to place /dev/kmsg records)"
+        if (text := from_kmsg(start, end, boot, self.kmsg)) is not None:
             return text, "/dev/kmsg"
-        return None, "none (no journal, /dev/kmsg unreadable or no boot time)"
+        return None, f"none (no journal; {self.kmsg} unreadable)"
 
 
 class FileKernelLog:
-    """A file of `journalctl -k -o short-iso-precise` lines for this node alone: a log forwarder's
-    copy, or the dev cluster's stand-in where several nodes share one kernel ring buffer."""
+    """A file of `journalctl -k -o short-iso-precise` lines for this node alone: `slurm-hooks
+    kmsg-follow`'s (which rotates it to FILE.1, read first), a log forwarder's copy, or the dev
+    cluster's stand-in where several nodes share one kernel ring buffer."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -60,16 +63,21 @@ class FileKernelLog:
     def read(self, start: datetime, end: datetime, boot: datetime | None) -> tuple[str | None, str]:
         lo, hi = start - WINDOW.before, end + WINDOW.after
         kept: list[str] = []
-        size = 0
-        try:
-            with open(self.path, encoding="utf-8", errors="replace") as lines:
-                for line in lines:
-                    stamp = parse_iso(line.split(" ", 1)[0])
-                    if stamp is not None and lo <= stamp <= hi and size < MAX_BYTES:
-                        kept.append(line if line.endswith("\n") else line + "\n")
-                        size += len(line)
-        except OSError as exc:
-            return None, f"none ({self.path}: {exc.strerror})"
+        size, rotated = 0, False
+        for path in (self.path + ".1", self.path):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as lines:
+                    rotated = rotated or path != self.path
+                    for line in lines:
+                        stamp = parse_iso(line.split(" ", 1)[0])
+                        if stamp is not None and lo <= stamp <= hi and size < MAX_BYTES:
+                            kept.append(line if line.endswith("\n") else line + "\n")
+                            size += len(line)
+            except FileNotFoundError:
+                if path == self.path and not rotated:  # FILE alone may be missing: just rotated
+                    return None, f"none ({self.path}: No such file or directory)"
+            except OSError as exc:
+                return None, f"none ({path}: {exc.strerror})"
         return "".join(kept), self.path
 
 

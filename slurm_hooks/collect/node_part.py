@@ -34,8 +34,10 @@ def write_node_part(
     this /proc/stat now, whatever host_root the Prolog's facts were read under.
     """
     facts = {**facts, "boot_time": boot_time("/", []) or facts.get("boot_time")}
-    spool.write(job_id, f"bundle/nodes/{node}.json", json.dumps(facts, indent=1) + "\n")
     text, source = kernel.read(*window, parse_iso(facts["boot_time"]))
+    # Where they came from, "none (why)" when nowhere: the diagnosis says so in `skipped`.
+    facts["kernel_source"] = source
+    spool.write(job_id, f"bundle/nodes/{node}.json", json.dumps(facts, indent=1) + "\n")
     if text is not None:
         spool.write(job_id, f"bundle/kernel/{node}.log", text)
     return source

@@ -38,6 +38,7 @@ class DoctorDeps:
     gpu: GpuQuery
     run: Runner  # a bounded command, no shell (proc.run_bounded with the hooks' environment)
     slurm_backend: Callable[[Config], str]  # which Slurm client the hooks would use
+    kmsg: str = "/dev/kmsg"  # the kernel's ring buffer, the Epilog's fallback where there is no journal
 
 
 def check_config(path: Path | None) -> tuple[Config, Finding]:
@@ -138,16 +139,35 @@ def check_nvml(config: Config, deps: DoctorDeps) -> Finding:
     )
 
 
+KMSG_FOLLOW_FIX = (
+    "run `slurm-hooks kmsg-follow --output FILE` on the node (SUNK: deploy/sunk/kmsg-follow.yaml) "
+    "and set kernel_log_file: FILE"
+)
+
+
+def _follower_counts(path: str) -> str:
+    """What kmsg-follow's FILE.state says it did (nothing where FILE is another tool's)."""
+    import json
+
+    try:
+        state = json.loads(Path(f"{path}.state").read_text()[:4096])
+        return f"; kmsg-follow wrote {state['written']}, dropped {state['dropped']} (output failed), " + (
+            f"lost {state['lost']} (ring buffer overwrote them) this boot"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
 def check_kernel_log(config: Config, deps: DoctorDeps) -> Finding:
     configured = str(getattr(config, "kernel_log_file", "") or "")
     if configured:
         if os.access(configured, os.R_OK):
-            return Finding("kernel_log", "ok", f"{configured} readable (kernel_log_file)")
+            return Finding("kernel_log", "ok", f"{configured} readable (kernel_log_file){_follower_counts(configured)}")
         return Finding(
             "kernel_log",
             "fail",
-            f"kernel_log_file {configured} is not readable",
-            "point kernel_log_file at this node's kernel log, or remove the key",
+            f"kernel_log_file {configured} is not readable: every diagnosis says no kernel lines from this node",
+            f"{KMSG_FOLLOW_FIX.replace('FILE', configured)} (mounted read-only in the slurmd pod), or remove the key",
         )
     try:
         if deps.run(["journalctl", "-k", "-n", "1", "-q"], config.budgets.command_s).returncode == 0:
@@ -155,16 +175,16 @@ def check_kernel_log(config: Config, deps: DoctorDeps) -> Finding:
     except (OSError, subprocess.TimeoutExpired):
         pass
     try:
-        os.close(os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK))
+        os.close(os.open(deps.kmsg, os.O_RDONLY | os.O_NONBLOCK))
     except OSError as exc:
         return Finding(
             "kernel_log",
             "warn",
-            f"neither journalctl -k nor /dev/kmsg ({exc.strerror}): diagnoses "
-            "miss kernel lines (segfaults, Xids, OOM kills)",
-            "run the Epilog as root with /dev/kmsg (SUNK: mount the host's /dev/kmsg)",
+            f"neither journalctl -k nor {deps.kmsg} ({exc.strerror}): diagnoses miss kernel lines "
+            "(segfaults, Xids, OOM kills) and say so in skipped",
+            f"run the Epilog as root with {deps.kmsg} readable, or {KMSG_FOLLOW_FIX}",
         )
-    return Finding("kernel_log", "ok", "/dev/kmsg readable")
+    return Finding("kernel_log", "ok", f"{deps.kmsg} readable")
 
 
 def check_outbox(config: Config) -> Finding:

@@ -1,14 +1,24 @@
-"""The ncore (CoreWeave node image) version: no on-node file is documented, so sources are configured."""
+"""The ncore (CoreWeave node image) version: no on-node file is documented, so sources are configured.
+
+`cmdline` reads the image name from the kernel command line, where CoreWeave's netboot (its public
+iPXE templates) puts the rootfs URL `.../coreweave-ncore-images/<image-name>/...`. That URL's query
+string carries presigned credentials: only the one path segment after `coreweave-ncore-images/` is
+kept, and no other part of the command line is ever recorded, logged or put in an error.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 
 from slurm_hooks.config import NcoreSource
 from slurm_hooks.proc import run_bounded
 from slurm_hooks.safeio import read_small
 
 MAX_VERSION = 64
+CMDLINE = "proc/cmdline"  # under host_root; /proc/cmdline is the host's in any container too
+_IMAGES = "coreweave-ncore-images/"
+_IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}(?=/)")  # a whole path segment, nothing else
 
 
 def _first_line(text: str) -> str | None:
@@ -20,7 +30,11 @@ def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: floa
     """The first source that yields a version wins; each failure is recorded in `errors`."""
     for src in sources:
         try:
-            if src.type == "file":
+            if src.type == "cmdline":
+                value = _from_cmdline(host_root, errors)
+                if value is None:
+                    continue  # why is already in `errors`
+            elif src.type == "file":
                 value = _first_line(read_small(os.path.join(host_root, src.path.lstrip("/")), 4096))
             elif src.type == "env":
                 value = _first_line(os.environ.get(src.name, ""))
@@ -29,12 +43,29 @@ def read_ncore(sources: tuple[NcoreSource, ...], host_root: str, timeout_s: floa
                 if value is None:
                     continue  # why is already in `errors`
         except OSError as exc:
-            errors.append(f"ncore {src.type} {src.path or src.name or src.argv[0]}: {exc.strerror or exc}")
+            errors.append(f"ncore {src.type} {_where(src)}: {exc.strerror or exc}")
             continue
         if value:
             return value
-        errors.append(f"ncore {src.type} {src.path or src.name or src.argv[0]}: empty")
+        errors.append(f"ncore {src.type} {_where(src)}: empty")
     return None
+
+
+def _where(src: NcoreSource) -> str:
+    return "/" + CMDLINE if src.type == "cmdline" else src.path or src.name or src.argv[0]
+
+
+def _from_cmdline(host_root: str, errors: list[str]) -> str | None:
+    """The image name from the kernel command line; None (said in `errors`, without any of the
+    command line's text) when there is none. OSError propagates: its message holds only the path."""
+    text = read_small(os.path.join(host_root, CMDLINE), 4096)
+    at = text.find(_IMAGES)
+    match = _IMAGE_NAME.match(text, at + len(_IMAGES)) if at >= 0 else None
+    if match is None:
+        why = "not a plain image name after" if at >= 0 else "no"
+        errors.append(f"ncore cmdline /{CMDLINE}: {why} {_IMAGES}<image-name>/ in the kernel command line")
+        return None
+    return match.group()
 
 
 def _from_command(argv: tuple[str, ...], timeout_s: float, errors: list[str]) -> str | None:
