@@ -3,6 +3,8 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
+INSTALL_LOG := $(VENV)/install.log
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
 .PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser reliability cluster-up cluster-down clean pyslurm
@@ -11,12 +13,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	touch $@
+	touch $@ $(RUNTIME)
+
+# The demo needs the runtime dependencies only; pip's output goes to a log, one line says where.
+$(RUNTIME): pyproject.toml
+	@echo "make demo: installing slurm-hooks and its runtime dependencies into $(VENV) (log: $(INSTALL_LOG))"
+	@[ -x $(BIN)/pip ] || $(PY) -m venv $(VENV)
+	@$(BIN)/pip install --disable-pip-version-check -e . > $(INSTALL_LOG) 2>&1 || { tail -n 20 $(INSTALL_LOG); exit 1; }
+	@touch $@
 
 venv: $(STAMP)
 
-demo: venv  ## diagnose the embedded headline example
-	$(BIN)/slurm-hooks diagnose $(DEMO)
+demo: $(RUNTIME)  ## diagnose the embedded headline example (runtime dependencies only; no site config read)
+	@$(BIN)/slurm-hooks diagnose --config deploy/config.example.yaml $(DEMO)
 
 test-unit: venv  ## everything that needs no Slurm daemons
 	$(BIN)/pytest -q -m "not slurm"
@@ -44,7 +53,7 @@ coverage-epilog: venv
 		tests/test_deliver.py tests/test_outbox.py tests/test_spool.py tests/test_job.py tests/test_job_logs.py \
 		tests/test_kernel.py
 
-lint: venv typecheck  ## mypy --strict on the package, ruff check, ruff format --check (CI runs this before the tests)
+lint: venv typecheck  ## mypy --strict on the package, ruff check, ruff format --check, vermin (CI runs this before the tests)
 	$(BIN)/ruff check slurm_hooks tests bench
 	$(BIN)/ruff format --check slurm_hooks tests bench
 	$(BIN)/vermin -q -t=3.10- --violations --no-tips slurm_hooks  # requires-python >=3.10, checked

@@ -2,7 +2,10 @@
 
 task-prolog: the deployed /bin/sh TaskProlog against /bin/true (target: <= 10 ms added per task),
              and the Python `slurm-hooks task-prolog` against `python -c pass`, for comparison.
-prolog:      the deployed Prolog script against `python -c pass` (target: <= 3x).
+prolog:      the deployed Prolog script: what it adds to a job's start (its wall time less /bin/true's),
+             as a ratio against `python -S -c pass` run alongside, projected to the H200 node of issue 11
+             (python -S 15 ms there, NVML's own calls 24 ms): goal, issue 21, <= 250 ms with structlog
+             and pynvml. Its ratio against `python -c pass` (issue 11's <= 3x) is reported.
 Medians of interleaved runs, so machine noise hits baseline and subject alike.
 """
 
@@ -23,6 +26,7 @@ from slurm_hooks.install import install_hooks
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ROOT / "tests/fixtures/hosts/gb200-cdmm-driver"
 RUNS = 60
+H200_PYTHON_S_MS, H200_NVML_MS, GOAL_MS = 15.0, 24.0, 250.0
 
 
 def once(cmd: list[str], env: dict[str, str]) -> float:
@@ -58,20 +62,25 @@ def main() -> int:
                 "true": ["/bin/true"],
                 "task_prolog_sh": [task_sh],
                 "python_pass": [py, "-c", "pass"],
+                "python_S_pass": [py, "-S", "-c", "pass"],
                 "task_prolog_py": [py, "-m", "slurm_hooks", "task-prolog", "--state-dir", str(state)],
                 "prolog": [prolog_sh],
             },
             env,
         )
+    projected = (ms["prolog"] - ms["true"]) / ms["python_S_pass"] * H200_PYTHON_S_MS + H200_NVML_MS
     report = {
         "median_ms": {k: round(v, 2) for k, v in ms.items()},
         "task_prolog_added_ms_per_task": round(ms["task_prolog_sh"] - ms["true"], 2),
         "task_prolog_py_vs_python_pass": round(ms["task_prolog_py"] / ms["python_pass"], 2),
+        "prolog_added_ms": round(ms["prolog"] - ms["true"], 2),
+        "prolog_added_vs_python_S_pass": round((ms["prolog"] - ms["true"]) / ms["python_S_pass"], 2),
+        "gpu_node_prolog_added_ms_projected": round(projected, 1),
         "prolog_vs_python_pass": round(ms["prolog"] / ms["python_pass"], 2),
-        "targets": "task-prolog adds <= 10 ms over /bin/true; prolog <= 3x python -c pass",
+        "targets": "task-prolog adds <= 10 ms over /bin/true; the prolog adds <= 250 ms (projected GPU node)",
     }
     print(json.dumps(report, indent=2))
-    ok = report["task_prolog_added_ms_per_task"] <= 10 and report["prolog_vs_python_pass"] <= 3
+    ok = report["task_prolog_added_ms_per_task"] <= 10 and projected <= GOAL_MS
     return 0 if ok else 1
 
 

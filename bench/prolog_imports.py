@@ -4,11 +4,15 @@ The deployed Prolog is `python -S -c "...; from slurm_hooks.hooks.prolog import 
 install.py), run from compiled bytecode as a pip install leaves it. Measured here, interleaved,
 medians of RUNS:
   python_S_pass    `python -S -c pass`: the interpreter's own start (the baseline)
-  prolog_import    cumulative import time of slurm_hooks.hooks.prolog, from -X importtime
+  prolog_import    cumulative import time of slurm_hooks.hooks.prolog (structlog included, through
+                   hooklog) plus pynvml (imported by the NVML query on a node with a driver), -X importtime
   prolog_no_gpu    the deployed Prolog script on a recorded GB200 host root (NVML not loadable here)
+structlog_import_ms and pynvml_import_ms are the two named packages' shares of prolog_import.
 
-Target (issue 11 §4): on a GPU node the Prolog <= 2 x (python -S start + nvidia-smi query). This
-machine has no GPU, so the GPU node's figure is projected from the H200 measurement in the issue
+Goal (issue 21 §9): the Prolog adds at most 250 ms to a job's start on a GPU node. Issue 11's
+tighter target (<= 2 x (python -S start + nvidia-smi query)) held without structlog and pynvml;
+it is still reported, as `h200_projected_vs_target_baseline`. This machine has no GPU, so the GPU
+node's figure is projected from the H200 measurement of issue 11
 (python -S 15 ms, nvidia-smi query 25 ms, NVML's own calls 24 ms, /bin/true 1.3 ms):
   from imports: 15 ms x (1 + prolog_import / python_S_pass) + 24 ms NVML + 2 x 1.3 ms (sh, timeout)
   from wall:    15 ms x (prolog_no_gpu / python_S_pass) + 24 ms NVML
@@ -36,6 +40,8 @@ from slurm_hooks.install import install_hooks
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ROOT / "tests/fixtures/hosts/gb200-cdmm-driver"
 RUNS = 25
+NAMED = ("structlog", "pynvml")  # the project's named packages on the Prolog's path
+GOAL_MS = 250.0  # issue 21: what the Prolog may add to a job's start on a GPU node
 H200 = {
     "python_S_pass_ms": 15.0,
     "nvidia_smi_query_ms": 25.0,
@@ -53,17 +59,19 @@ def wall_ms(cmd: list[str], env: dict[str, str]) -> float:
 
 def import_ms(py: str, env: dict[str, str]) -> tuple[float, dict[str, float]]:
     """Cumulative import time of the Prolog module, and each module's own share, in ms."""
-    code = f"import sys; sys.path[:0] = {[str(ROOT)]!r}; import slurm_hooks.hooks.prolog"
+    paths = [str(ROOT), *(p for p in sys.path if p.endswith("site-packages"))]  # as install.import_paths
+    code = f"import sys; sys.path[:0] = {paths!r}; import slurm_hooks.hooks.prolog; import pynvml"
     err = subprocess.run([py, "-S", "-X", "importtime", "-c", code], env=env, capture_output=True, text=True).stderr
-    own, total = {}, 0.0
+    own, cumulative = {}, {}
     for line in err.splitlines():
         parts = line.removeprefix("import time:").split("|")
         if len(parts) != 3 or not parts[0].strip().isdigit():
             continue
         own[parts[2].strip()] = int(parts[0]) / 1000
-        if parts[2].strip() == "slurm_hooks.hooks.prolog":
-            total = int(parts[1]) / 1000
-    return total, own
+        cumulative[parts[2].strip()] = int(parts[1]) / 1000
+    for name in NAMED:
+        own[f"{name} (cumulative)"] = cumulative.get(name, 0.0)
+    return cumulative["slurm_hooks.hooks.prolog"] + cumulative.get("pynvml", 0.0), own
 
 
 def metrics_update_ms() -> float:
@@ -111,7 +119,7 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in wall.items()}
     metrics_update = metrics_update_ms()
     base = med["python_S_pass"]
-    heaviest = sorted(((statistics.median(v), k) for k, v in own.items()), reverse=True)[:8]
+    heaviest = sorted(((statistics.median(v), k) for k, v in own.items() if "(" not in k), reverse=True)[:8]
     import_ratio = statistics.median(imports) / base
     projected = H200["python_S_pass_ms"] * (1 + import_ratio) + H200["nvml_calls_ms"] + 2 * H200["true_ms"]
     from_wall = H200["python_S_pass_ms"] * med["prolog_no_gpu"] / base + H200["nvml_calls_ms"]
@@ -122,6 +130,7 @@ def main() -> int:
         "prolog_import_vs_python_S_pass": round(import_ratio, 2),
         "prolog_no_gpu_vs_python_S_pass": round(med["prolog_no_gpu"] / base, 2),
         "heaviest_imports_ms": {k: round(v, 2) for v, k in heaviest},
+        **{f"{n}_import_ms": round(statistics.median(own[f"{n} (cumulative)"]), 2) for n in NAMED},
         "metrics_import_ms": round(statistics.median(own.get("slurm_hooks.metrics", [0.0])), 2),
         "metrics_update_ms": round(metrics_update, 2),
         "h200_prolog_before_ms": H200["prolog_before_ms"],
@@ -129,12 +138,13 @@ def main() -> int:
         "h200_projected_from_wall_ms": round(from_wall, 1),
         "h200_target_ms": target,
         "h200_projected_vs_target_baseline": round(projected / (target / 2), 2),
-        "targets": "projected GPU-node Prolog <= 2x (python -S start + nvidia-smi query)",
+        "gpu_node_goal_ms": GOAL_MS,
+        "targets": f"projected GPU-node Prolog <= {GOAL_MS:g} ms (issue 21); issue 11's 2x baseline reported",
     }
     if "nvidia_smi_query" in med:
         report["gpu_node_ratio"] = round(med["prolog_no_gpu"] / (base + med["nvidia_smi_query"]), 2)
     print(json.dumps(report, indent=2))
-    return 0 if report["h200_projected_vs_target_baseline"] <= 2 else 1
+    return 0 if projected <= GOAL_MS else 1
 
 
 if __name__ == "__main__":

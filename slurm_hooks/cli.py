@@ -36,7 +36,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     from slurm_hooks.render import to_text
     from slurm_hooks.rules import RulePackError, load_rule_pack
 
-    config = cli_config(strict=not args.no_site_rules)  # broken: an error, unless its rules are skipped
+    config = cli_config(args.config, strict=not args.no_site_rules)  # broken: an error, unless its rules are skipped
     site = () if args.no_site_rules else config.rule_files  # the Epilog's rule files, then --rules
     try:
         pack = load_rule_pack([*site, *args.rules], strict=True)
@@ -57,25 +57,28 @@ def _facts(args: argparse.Namespace) -> int:
 
     from slurm_hooks.facts import collect_facts
     from slurm_hooks.facts.gpu import NvmlQuery
+    from slurm_hooks.render import facts_text
 
-    config = cli_config(strict=False)
+    config = cli_config(args.config, strict=False)
     if args.host_root:
         config = config._replace(host_root=args.host_root)
     facts = collect_facts(config, NvmlQuery(config.budgets.nvml_call_s))
     if args.json:
         print(json.dumps(facts, indent=2))
     else:
-        for key, value in facts.items():
-            print(f"{key}: {value}")
+        sys.stdout.write(facts_text(facts, config.source))
     return 0
 
 
 def _hook(name: str) -> Callable[[argparse.Namespace], int]:
     """A hook as a subcommand: the same `main` the installed hook scripts call."""
 
-    def run(_args: argparse.Namespace) -> int:
+    def run(args: argparse.Namespace) -> int:
         import importlib
+        import os
 
+        if args.config:  # the hooks read their config from the environment, as the installed scripts set it
+            os.environ["SLURM_HOOKS_CONFIG"] = args.config
         return int(importlib.import_module(f"slurm_hooks.hooks.{name}").main())
 
     return run
@@ -84,7 +87,9 @@ def _hook(name: str) -> Callable[[argparse.Namespace], int]:
 def _task_prolog(args: argparse.Namespace) -> int:
     from slurm_hooks.hooks import task_prolog
 
-    return task_prolog.main(args.state_dir)
+    return task_prolog.main(
+        args.state_dir or (cli_config(args.config, strict=False).state_dir if args.config else None)
+    )
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -96,7 +101,7 @@ def _report(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from slurm_hooks.doctor import main
 
-    return main(Path(args.config) if args.config else None, Path(args.hooks_dir))
+    return main(Path(args.config) if args.config else None, Path(args.hooks_dir) if args.hooks_dir else None)
 
 
 def _kmsg_follow(args: argparse.Namespace) -> int:
@@ -122,6 +127,9 @@ def _install_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
+HOOKS = "prolog", "task-prolog", "epilog", "epilog-slurmctld"  # what slurm.conf runs; apart in --help
+
+
 def build_parser() -> argparse.ArgumentParser:
     from slurm_hooks.clispool import collect_command, decode_command, flush_command
     from slurm_hooks.report.args import add_report_arguments
@@ -129,10 +137,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="slurm-hooks",
         description="Why a GPU job died, on which node, and what to do: Slurm Prolog/TaskProlog/Epilog and tools.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of those below")
+    listed: list[tuple[str, str]] = []
+    config_flag = argparse.ArgumentParser(add_help=False)
+    config_flag.add_argument(
+        "--config",
+        metavar="FILE",
+        help="configuration file (default: $SLURM_HOOKS_CONFIG, else /etc/slurm-hooks/config.yaml)",
+    )
 
-    p = sub.add_parser("diagnose", help="classify an evidence bundle (directory or .tar.gz)")
+    def command(name: str, summary: str, config: bool = True) -> argparse.ArgumentParser:
+        listed.append((name, summary))
+        return sub.add_parser(name, description=summary, parents=[config_flag] if config else [])
+
+    p = command("diagnose", "classify an evidence bundle (directory or .tar.gz)")
     p.add_argument("bundle", help="bundle directory or .tar.gz")
     p.add_argument("--json", action="store_true", help="print the diagnosis as one JSON object")
     p.add_argument(
@@ -145,63 +165,74 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-site-rules", action="store_true", help="skip the config's rule_files (shipped + --rules)")
     p.set_defaults(func=_diagnose)
 
-    p = sub.add_parser("facts", help="this node's GPU stack: driver, CUDA, CDMM, ncore, GPU model")
+    p = command("report", "audit: failures across jobs, nodes, drivers, CDMM and scale, from accounting", config=False)
+    add_report_arguments(p)  # has its own --config
+    p.set_defaults(func=_report)
+
+    p = command("facts", "this node's GPU stack: driver, CUDA, CDMM, ncore, GPU model")
     p.add_argument("--json", action="store_true")
     p.add_argument("--host-root", help="read /proc and /sys under this directory (overrides the config)")
     p.set_defaults(func=_facts)
 
-    p = sub.add_parser("prolog", help="Slurm Prolog: record node facts for the job (always exits 0)")
-    p.set_defaults(func=_hook("prolog"))
+    p = command("doctor", "check this node's setup and say what to fix (exit 1: misconfigured)")
+    p.add_argument(
+        "--hooks-dir",
+        help="where the hook scripts are (default: where slurm.conf's Prolog points, else make install's "
+        "PREFIX/hooks, else /etc/slurm/hooks)",
+    )
+    p.set_defaults(func=_doctor)
 
-    p = sub.add_parser("task-prolog", help="Slurm TaskProlog: print the job's SLURM_HOOKS_* exports")
-    p.add_argument("--state-dir", help="default: the config's state_dir default, /run/slurm-hooks")
-    p.set_defaults(func=_task_prolog)
-
-    p = sub.add_parser("epilog", help="Slurm Epilog: spool evidence, diagnose and annotate the job (always exits 0)")
-    p.set_defaults(func=_hook("epilog"))
-
-    p = sub.add_parser("epilog-slurmctld", help="Slurm EpilogSlurmctld, when annotator: epilog_slurmctld")
-    p.set_defaults(func=_hook("epilog_slurmctld"))
-
-    p = sub.add_parser("flush", help="deliver queued annotations to Slurm accounting (exit 1 if some remain)")
+    p = command("flush", "deliver queued annotations to Slurm accounting (exit 1 if some remain)")
     p.set_defaults(func=flush_command)
 
-    p = sub.add_parser("decode", help="read a slurm-hooks/v1 record back into fields (JSON)")
+    p = command("decode", "read a slurm-hooks/v1 record back into fields (JSON)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("text", nargs="?", help="an AdminComment or Comment value")
     src.add_argument("--job", help="read the job's record from sacct, from the field annotation.field names")
     p.set_defaults(func=decode_command)
 
-    p = sub.add_parser("collect", help="support bundle for a job from this node's spool")
+    p = command("collect", "support bundle (0600) for a job from this node's spool")
     p.add_argument("job_id")
     p.add_argument("-o", "--output", required=True, help="FILE.tar.gz")
     p.set_defaults(func=collect_command)
 
-    p = sub.add_parser("report", help="audit: failures across jobs, nodes, drivers, CDMM and scale, from accounting")
-    add_report_arguments(p)
-    p.set_defaults(func=_report)
-
-    p = sub.add_parser("doctor", help="check this node's setup and say what to fix (exit 1: misconfigured)")
-    p.add_argument("--config", help="config file to check (default: $SLURM_HOOKS_CONFIG or /etc/slurm-hooks/...)")
-    p.add_argument("--hooks-dir", default="/etc/slurm/hooks", help="where install-hooks wrote the hook scripts")
-    p.set_defaults(func=_doctor)
-
-    p = sub.add_parser(
-        "kmsg-follow", help="copy /dev/kmsg into this node's kernel_log_file, rotated (runs until SIGTERM)"
-    )
+    p = command("kmsg-follow", "copy /dev/kmsg into this node's kernel_log_file, rotated (runs until SIGTERM)")
     p.add_argument("--output", help="FILE (and FILE.1, FILE.state); default: the config's kernel_log_file")
     p.add_argument("--max-mb", type=int, default=8, help="FILE is rotated to FILE.1 before it passes this (default 8)")
     p.add_argument("--host", help="host name in each line (default: this UTS name; SUNK: the Kubernetes node)")
     p.add_argument("--kmsg", default="/dev/kmsg", help="the kernel's record device (default /dev/kmsg)")
     p.add_argument("--log-file", default="", help="JSON-lines log of what it did (default: stderr)")
-    p.add_argument("--config", help="config file whose kernel_log_file is the default --output")
     p.set_defaults(func=_kmsg_follow)
 
-    p = sub.add_parser("install-hooks", help="write the hook scripts slurm.conf points at")
+    p = command("install-hooks", "write the hook scripts slurm.conf points at")
     p.add_argument("--dest", default="/etc/slurm/hooks")
     p.add_argument("--python", help="interpreter of the slurm-hooks install (default: this one)")
-    p.add_argument("--config", help="config file the hooks should use (default: $SLURM_HOOKS_CONFIG or /etc/...)")
     p.set_defaults(func=_install_hooks)
+
+    p = command("prolog", "Slurm Prolog: record node facts for the job (always exits 0)")
+    p.set_defaults(func=_hook("prolog"))
+
+    p = command("task-prolog", "Slurm TaskProlog: print the job's SLURM_HOOKS_* exports")
+    p.add_argument("--state-dir", help="default: the config's state_dir, /run/slurm-hooks")
+    p.set_defaults(func=_task_prolog)
+
+    p = command("epilog", "Slurm Epilog: spool evidence, diagnose and annotate the job (always exits 0)")
+    p.set_defaults(func=_hook("epilog"))
+
+    p = command("epilog-slurmctld", "Slurm EpilogSlurmctld, when annotator: epilog_slurmctld")
+    p.set_defaults(func=_hook("epilog_slurmctld"))
+
+    def group(title: str, names: list[tuple[str, str]]) -> str:
+        return f"{title}:\n" + "".join(f"  {name:<18}{summary}\n" for name, summary in names)
+
+    parser.epilog = (
+        group("operator commands", [c for c in listed if c[0] not in HOOKS])
+        + "\n"
+        + group(
+            "Slurm hooks (slurm.conf runs these through the installed scripts)", [c for c in listed if c[0] in HOOKS]
+        )
+        + "\nEvery command takes --config FILE; `slurm-hooks COMMAND -h` tells the rest."
+    )
     return parser
 
 

@@ -7,13 +7,15 @@ Like cli.py, imports deferred to the call.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from slurm_hooks.cli import cli_config
+from slurm_hooks.layout import is_number
 
 
-def flush_command(_args: argparse.Namespace) -> int:
+def flush_command(args: argparse.Namespace) -> int:
     from slurm_hooks.clock import SystemClock
     from slurm_hooks.deliver.annotate import deliver_backlog
     from slurm_hooks.deliver.outbox import Outbox
@@ -21,7 +23,7 @@ def flush_command(_args: argparse.Namespace) -> int:
     from slurm_hooks.hooks.deps import slurm_client
     from slurm_hooks.metrics import Metrics
 
-    config, clock = cli_config(), SystemClock()
+    config, clock = cli_config(args.config), SystemClock()
     started = clock.monotonic()
     tally = deliver_backlog(
         Outbox(Path(config.spool_dir)),
@@ -51,7 +53,7 @@ def decode_command(args: argparse.Namespace) -> int:
         from slurm_hooks.hooks.deps import slurm_client  # the configured backend, as the Epilog wrote it
         from slurm_hooks.slurm.client import SlurmError
 
-        config = cli_config(strict=False)
+        config = cli_config(args.config, strict=False)
         try:  # only the field we write to: a record in the user's own Comment may be their forgery
             comment, admin = slurm_client(config).accounting_comments(args.job)
             texts = [admin if config.annotation.field == "admin_comment" else comment]
@@ -71,15 +73,18 @@ def collect_command(args: argparse.Namespace) -> int:
 
     from slurm_hooks.spool import Spool
 
-    config = cli_config()
-    if not args.job_id.isdigit():
+    config = cli_config(args.config)
+    if not is_number(args.job_id):
         print(f"slurm-hooks: {args.job_id!r} is not a job id", file=sys.stderr)
         return 2
     job = Spool(config.spool_dir).job_dir(args.job_id)
     if not (job / "bundle").is_dir():
         print(f"slurm-hooks: no bundle for job {args.job_id} in {job.parent} on this node", file=sys.stderr)
         return 1
-    with tarfile.open(args.output, "w:gz") as tar:
+    # 0600 whatever the umask: the bundle holds the job's logs, which only its user and root may read.
+    fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w:gz") as tar:
         tar.add(job / "bundle", arcname=args.job_id)
         if (job / "diagnosis.json").exists():
             tar.add(job / "diagnosis.json", arcname=f"{args.job_id}/diagnosis.json")

@@ -1,7 +1,9 @@
 """One YAML file -> typed NamedTuple records, validated on load; errors name the file, the key and what was expected.
 
 Path: $SLURM_HOOKS_CONFIG, else /etc/slurm-hooks/config.yaml. A missing default file means
-all defaults; a file that exists but is wrong is an error (hooks log it and carry on with defaults).
+all defaults; a file that exists but is wrong is an error. The hooks then fail safe (`hook_config`):
+the last configuration that loaded (a copy kept beside the JSON cache), else the defaults in
+`annotation.mode: shadow`, so a typo never makes a site annotate jobs it chose not to.
 
 Parsing and validating the YAML is configparse.py's, imported only when the cache below misses.
 
@@ -122,8 +124,40 @@ def _from_dict(doc: dict[str, Any]) -> Config:
     )
 
 
-def _cache_path() -> str:  # os.path, not pathlib: this module is on every job start's path
-    return os.path.join(os.environ.get("SLURM_HOOKS_CACHE_DIR") or CACHE_DIR, "config-cache.json")
+def _cache_path(name: str = "config-cache.json") -> str:  # os.path, not pathlib: every job start's path
+    return os.path.join(os.environ.get("SLURM_HOOKS_CACHE_DIR") or CACHE_DIR, name)
+
+
+def last_good_path(path: str) -> str:
+    """Beside the cache, one per config file (nodes may name different files): its last good load."""
+    import zlib
+
+    return _cache_path(f"config-last-good.{zlib.crc32(path.encode()):08x}.json")
+
+
+SHADOW_DEFAULTS = Config(
+    annotation=Annotation(mode="shadow"), source="(built-in defaults in shadow mode: no configuration loaded)"
+)
+
+
+def hook_config(path: str | None = None) -> tuple[Config, str]:
+    """What a hook runs with, and '' or the load error: the file; if it does not load, the last copy
+    of the same file that did; with none, SHADOW_DEFAULTS (diagnose and keep, never annotate)."""
+    import json
+
+    try:
+        return load_config(path), ""
+    except ConfigError as exc:
+        error = str(exc)
+    try:
+        wanted = os.fspath(path or config_path())
+        kept = json.loads(read_small(last_good_path(wanted)))
+        if kept["path"] == wanted:
+            config = _from_dict(kept["config"])
+            return config._replace(source=f"{kept['path']} (last good copy, loaded {kept['saved_at']})"), error
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # none kept, or damaged, or of an older layout: shadow mode below
+    return SHADOW_DEFAULTS, error
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
@@ -165,6 +199,11 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     try:
         os.makedirs(os.path.dirname(cache), exist_ok=True)
         atomic_write(cache, json.dumps({"key": key, "config": _to_dict(config)}), mode=0o600)
+        import time
+
+        saved = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        kept = {"path": path, "saved_at": saved, "config": _to_dict(config)}
+        atomic_write(last_good_path(path), json.dumps(kept), mode=0o600)
     except OSError:
-        pass  # a read-only /run only costs speed
+        pass  # a read-only /run only costs speed (and the fail-safe copy)
     return config

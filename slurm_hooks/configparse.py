@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from slurm_hooks.config import SECTIONS, Config, ConfigError, NcoreSource, Record, Report
+from slurm_hooks.configbounds import check_bounds
 
 _CHOICES = {
     "annotation.field": ("admin_comment", "comment"),
@@ -92,15 +93,34 @@ def _report(doc: Any, where: str) -> Report:
     return report
 
 
-def parse_config(text: str, where: str) -> Config:
+def _load_yaml(text: str) -> Any:
+    """yaml.safe_load, except that a key given twice in one mapping is an error, not a silent override."""
     import yaml  # deferred: ~25 ms, and the TaskProlog path never needs it
 
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: no object construction
+
+
+def parse_config(text: str, where: str) -> Config:
+    import yaml
+
     try:
-        doc = yaml.safe_load(text)
+        doc = _load_yaml(text)
     except (yaml.YAMLError, RecursionError) as exc:
         raise ConfigError(f"{where}: not valid YAML: {exc}") from None
     if doc is None:
-        return Config(source=where)
+        return check_bounds(Config(source=where), where)
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: top level must be a mapping of keys to values")
     _check_keys(doc, Config, where, "")
@@ -118,4 +138,4 @@ def parse_config(text: str, where: str) -> Config:
             values[key] = tuple(value)
         else:
             values[key] = _scalar(value, type(getattr(Config(), key)), where, key)
-    return Config(**values)
+    return check_bounds(Config(**values), where)

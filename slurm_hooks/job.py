@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from slurm_hooks.layout import is_number
 from slurm_hooks.slurm.client import JobRecord
 
 OPT_OUT = "slurm-hooks=off"  # in the job's --comment: no evidence, no diagnosis, no annotation
@@ -13,14 +14,14 @@ OPT_OUT = "slurm-hooks=off"  # in the job's --comment: no evidence, no diagnosis
 
 def raw_status(value: str | None) -> str:
     """SLURM_JOB_DERIVED_EC is a wait(2) status: 11 -> 0:11, 256 -> 1:0, 253 (OOM) -> 0:125."""
-    if not value or not value.isdigit():
+    if not value or not is_number(value) or len(value) > 10:
         return ""
     status = int(value)
     return f"0:{status & 0x7F}" if status & 0x7F else f"{status >> 8}:0"
 
 
 def _id(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    return int(value) if value and is_number(value) and int(value) < 2**32 else None  # uid_t, gid_t
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class JobContext:
     def from_env(cls, env: Mapping[str, str]) -> JobContext | None:
         """None when the environment names no numeric job id."""
         job_id = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or ""
-        if not job_id.isdigit():
+        if not is_number(job_id):
             return None
         return cls(
             job_id=job_id,

@@ -16,9 +16,14 @@ DEFAULT_STATE_DIR = "/run/slurm-hooks"  # per-job node facts (Prolog -> TaskProl
 DEFAULT_SPOOL_DIR = "/var/spool/slurm-hooks"  # bundles, diagnoses, the annotation outbox
 
 
+def is_number(value: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes '²', which int() then refuses (a crash before a guard)."""
+    return value.isascii() and value.isdigit()
+
+
 def job_path(root: str | os.PathLike[str], job_id: str) -> str:
     """`<root>/jobs/<jobid>` in the state dir and in the spool alike; the id must be numeric."""
-    if not job_id.isdigit():
+    if not is_number(job_id):
         raise ValueError(f"not a job id: {job_id!r}")  # never a path component we did not check
     return os.path.join(root, "jobs", job_id)
 

@@ -5,6 +5,11 @@ each run updates that file under a lock and rewrites `metrics_file` (temp file a
 same directory, no timestamps, the text format written here: prometheus_client is not imported on
 a hook's path). Labels are bounded: hook names and diagnosis labels, never a job id or a user.
 
+The hooks' own state is never fatal, nor slow: a metrics.json of another shape (a damaged file, an
+older layout, a bucket list of another length after an upgrade) is reset with a warning; the lock
+is waited for at most LOCK_WAIT_S; the temp file is created new (O_EXCL, O_NONBLOCK, O_NOFOLLOW),
+so a FIFO or link planted at its name is removed, never opened.
+
 The outbox gauges are measured by the runs that read the spool anyway (Epilog, flush, doctor);
 the Prolog, on every job start, only adds its own run and rewrites the file (bench/prolog_imports.py).
 """
@@ -17,10 +22,14 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from slurm_hooks.hooklog import Log
 
 HOOKS = ("prolog", "epilog", "epilog_slurmctld", "flush")
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+LOCK_WAIT_S = 1.0  # another hook holding the lock longer than this costs this run its metrics, not its budget
 MAX_LABELS = 64  # distinct diagnosis labels kept; beyond that they count as "other"
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
@@ -38,6 +47,39 @@ def _empty() -> dict[str, Any]:
     return {"runs": {}, "errors": {}, "duration": {}, "diagnoses": {}, "outbox": {"depth": 0, "oldest": None}}
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def shape_problem(doc: Any) -> str:
+    """'' when `doc` is a metrics.json this version can add to, else what is wrong with it."""
+    if not isinstance(doc, dict) or set(doc) != set(_empty()):
+        return f"top level is not {{{', '.join(sorted(_empty()))}}}"
+    for part in ("runs", "errors", "diagnoses"):
+        if not isinstance(doc[part], dict) or not all(_count(v) for v in doc[part].values()):
+            return f"{part} is not a map of counts"
+    if not isinstance(doc["duration"], dict):
+        return "duration is not a map"
+    for hook, hist in doc["duration"].items():
+        if not isinstance(hist, dict) or set(hist) != {"buckets", "sum", "count"}:
+            return f"duration of {hook} is not {{buckets, count, sum}}"
+        buckets = hist["buckets"]
+        if not isinstance(buckets, list) or len(buckets) != len(BUCKETS) or not all(_count(n) for n in buckets):
+            return f"duration of {hook} has not {len(BUCKETS)} bucket counts"
+        if not _number(hist["sum"]) or not _count(hist["count"]):
+            return f"duration of {hook} has a sum or count that is not a number"
+    outbox = doc["outbox"]
+    if not isinstance(outbox, dict) or set(outbox) != {"depth", "oldest"} or not _count(outbox["depth"]):
+        return "outbox is not {depth, oldest}"
+    if outbox["oldest"] is not None and not _number(outbox["oldest"]):
+        return "outbox.oldest is not a time"
+    return ""
+
+
 class Metrics:
     """One node's counters: `state_dir/metrics.json`, rendered to `metrics_file` ("" = not rendered).
 
@@ -45,10 +87,13 @@ class Metrics:
     No method raises: metrics must not cost a hook its work; they return False when not written.
     """
 
-    def __init__(self, state_dir: str, metrics_file: str, outbox_dir: str | None = None) -> None:
+    def __init__(
+        self, state_dir: str, metrics_file: str, outbox_dir: str | None = None, log: Log | None = None
+    ) -> None:
         self.state = os.path.join(state_dir, "metrics.json")
         self.out = metrics_file
         self.outbox_dir = outbox_dir
+        self.log = log  # told when the state is reset or the lock is not had in time
 
     def hook_run(self, hook: str, seconds: float, failed: bool) -> bool:
         name = hook if hook in HOOKS else "other"
@@ -82,7 +127,16 @@ class Metrics:
         except OSError:
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        self._warn("metrics_lock_busy", waited_s=LOCK_WAIT_S)
+                        return False
+                    time.sleep(0.01)
             doc = self.load()
             change(doc)
             if self.outbox_dir is not None:
@@ -96,20 +150,32 @@ class Metrics:
         finally:
             os.close(fd)
 
+    def _warn(self, event: str, **kv: Any) -> None:
+        if self.log is not None:
+            self.log.warning(event, file=self.state, **kv)
+
     def load(self) -> dict[str, Any]:
+        """The counters so far; none yet, or of a wrong shape: counting starts again (a counter reset
+        to Prometheus), with a warning for the wrong shape."""
         try:
             with open(self.state, encoding="utf-8") as fh:
                 doc = json.load(fh)
-        except (OSError, ValueError):
-            return _empty()  # none yet, or damaged: counting starts again (a counter reset to Prometheus)
-        return doc if isinstance(doc, dict) and set(doc) == set(_empty()) else _empty()
+        except FileNotFoundError:
+            return _empty()
+        except (OSError, ValueError, RecursionError) as exc:
+            self._warn("metrics_state_reset", reason=f"not readable JSON: {exc}")
+            return _empty()
+        if problem := shape_problem(doc):
+            self._warn("metrics_state_reset", reason=problem)
+            return _empty()
+        return dict(doc)
 
 
 def hook_recorder(
-    state_dir: str, metrics_file: str, hook: str, outbox_dir: str | None = None
+    state_dir: str, metrics_file: str, hook: str, outbox_dir: str | None = None, log: Log | None = None
 ) -> Callable[[float, bool], bool]:
     """What `run_guarded` calls when a hook ends: (seconds, failed) -> written."""
-    return lambda seconds, failed: Metrics(state_dir, metrics_file, outbox_dir).hook_run(hook, seconds, failed)
+    return lambda seconds, failed: Metrics(state_dir, metrics_file, outbox_dir, log).hook_run(hook, seconds, failed)
 
 
 def outbox_gauges(outbox_dir: str) -> dict[str, Any]:
@@ -118,7 +184,7 @@ def outbox_gauges(outbox_dir: str) -> dict[str, Any]:
     try:
         with os.scandir(outbox_dir) as it:
             for entry in it:
-                if entry.name.endswith(".json") and entry.name[:-5].isdigit():
+                if entry.name.endswith(".json") and entry.name[:-5].isascii() and entry.name[:-5].isdigit():
                     with contextlib.suppress(OSError):
                         mtime = entry.stat(follow_symlinks=False).st_mtime
                         depth += 1
@@ -132,7 +198,12 @@ def _replace(path: str, text: str, mode: int) -> None:
     """Temp file and rename in the same directory: a reader sees the old file or the new one. The
     temp name does not end in .prom, so the textfile collector never reads a half-written file."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, mode)
+    except FileExistsError:  # a killed run's leftover, or a planted FIFO or link: removed, never opened
+        os.unlink(tmp)
+        fd = os.open(tmp, flags, mode)
     try:
         os.write(fd, text.encode())
     finally:

@@ -86,11 +86,11 @@ def configure(
     """Every node's config (and the controller's): `host` fixture unless `hosts` names another for a
     node; each node its own state dir, and with `kernel_files` its own kernel log (KERNEL_LOGS)."""
 
+    # `extra` replaces the default ncore_sources rather than repeating the key (a key twice is an error)
+    ncore = "" if "ncore_sources:" in extra else "ncore_sources: [{type: file, path: /etc/ncore-release}]\n"
+
     def text(fixture: str, own: str) -> str:
-        return (
-            f"host_root: {HOSTS / fixture}\nncore_sources: [{{type: file, path: /etc/ncore-release}}]\n"
-            f"log_file: {HOOK_LOG}\n{extra}{own}"
-        )
+        return f"host_root: {HOSTS / fixture}\n{ncore}log_file: {HOOK_LOG}\n{extra}{own}"
 
     CONFIG.write_text(text(host, ""))
     for node in nodes():

@@ -24,7 +24,9 @@ def test_documented_example_is_the_defaults() -> None:
     assert cfg == Config(source=str(EXAMPLE))
 
 
-def test_full_file() -> None:
+def test_full_file(tmp_path: Path) -> None:
+    site = tmp_path / "site-rules.yaml"
+    site.write_text("rules: []\n")
     cfg = parse_config(
         """
 host_root: /host
@@ -34,13 +36,13 @@ ncore_sources:
   - {type: command, argv: [/usr/local/bin/ncore, --version]}
 budgets: {prolog_s: 4, nvml_call_s: 0.5}
 annotation: {field: comment, mode: shadow}
-rule_files: [/etc/slurm-hooks/site-rules.yaml]
-""",
+rule_files: [SITE]
+""".replace("SITE", str(site)),
         "t.yaml",
     )
     assert cfg.host_root == "/host" and cfg.budgets.prolog_s == 4.0 and cfg.budgets.epilog_s == 30.0
     assert cfg.ncore_sources[1].argv == ("/usr/local/bin/ncore", "--version")
-    assert cfg.annotation.mode == "shadow" and cfg.rule_files == ("/etc/slurm-hooks/site-rules.yaml",)
+    assert cfg.annotation.mode == "shadow" and cfg.rule_files == (str(site),)
 
 
 @pytest.mark.parametrize(
@@ -122,3 +124,71 @@ def test_limits_are_read_and_cached(tmp_path: Path) -> None:
     first, cached = load_config(path), load_config(path)
     assert first.limits.hits_per_family == 50 and first.limits.tar_mb == 8 and first.limits.bundle_files == 1000
     assert cached == first
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # budgets: finite, positive, bounded, and the annotator's wait inside the Epilog's budget
+        ("budgets: {prolog_s: 1.0e+300}", "key 'budgets.prolog_s' must be more than 0 and at most 3600 seconds"),
+        ("budgets: {epilog_s: 0}", "key 'budgets.epilog_s' must be more than 0"),
+        ("budgets: {merge_wait_s: 40}", "key 'budgets.merge_wait_s' must be less than budgets.epilog_s (30)"),
+        # counts and sizes: from 1
+        ("limits: {line_bytes: 0}", "key 'limits.line_bytes' must be a whole number from 1"),
+        ("retention_days: 0", "key 'retention_days' must be a whole number from 1"),
+        ("report: {repeat_root_min: 0}", "key 'report.repeat_root_min' must be a whole number from 1"),
+        # paths: absolute
+        ("spool_dir: spool", "key 'spool_dir' must be an absolute path, got 'spool'"),
+        ("log_file: hooks.log", "key 'log_file' must be an absolute path or empty"),
+        ("ncore_sources: [{type: command, argv: [ncore]}]", "key 'ncore_sources[0].argv' must start with an absolute"),
+        # files: exist and regular
+        ("kernel_log_file: /dev/zero", "key 'kernel_log_file' names /dev/zero, which is not a regular file"),
+        (
+            "rule_files: [/nonexistent/site.yaml]",
+            "key 'rule_files[0]' names /nonexistent/site.yaml, which cannot be read",
+        ),
+        ("rule_files: [site.yaml]", "key 'rule_files[0]' must be an absolute path"),
+        # patterns compile, zones exist, keys are given once
+        ("report: {rack_pattern: 'gb-r(?P<rack>'}", "key 'report.rack_pattern' is not a regular expression"),
+        ("log_timezone: Mars/Olympus_Mons", "key 'log_timezone' names no known time zone"),
+        ("spool_dir: /a\nspool_dir: /b", "key 'spool_dir' appears twice"),
+        ("budgets: {epilog_s: 20, epilog_s: 30}", "key 'epilog_s' appears twice"),
+    ],
+)
+def test_every_value_class_has_bounds(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, "/etc/slurm-hooks/config.yaml")
+    assert str(err.value).startswith("/etc/slurm-hooks/config.yaml: ") and message in str(err.value)
+
+
+def test_a_bad_file_falls_back_to_the_last_good_copy(tmp_path: Path, monkeypatch) -> None:
+    from slurm_hooks.config import hook_config
+
+    monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "c.yaml"
+    path.write_text("annotation: {mode: failures}\nspool_dir: /srv/spool\n")
+    assert hook_config(str(path)) == (load_config(path), "")
+    path.write_text("annotation: {mode: failures}\nspool_dir: /srv/spool\nbudgets: {prolog_s: 1.0e+300}\n")
+    config, error = hook_config(str(path))
+    assert "budgets.prolog_s" in error and str(path) in error
+    assert (config.annotation.mode, config.spool_dir) == ("failures", "/srv/spool")
+    assert config.source.startswith(f"{path} (last good copy, loaded ")
+
+
+def test_a_bad_file_with_no_good_copy_runs_in_shadow_mode(tmp_path: Path, monkeypatch) -> None:
+    from slurm_hooks.config import hook_config
+
+    monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp_path / "cache"))
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("annotation: {mode: all}\n")
+    load_config(good)  # another file's good copy is not this one's
+    bad.write_text("annotaton: {mode: all}\n")
+    config, error = hook_config(str(bad))
+    assert "unknown key 'annotaton'" in error
+    assert config.annotation.mode == "shadow" and "shadow" in config.source
+
+
+def test_a_kernel_log_file_not_there_yet_is_accepted(tmp_path: Path) -> None:
+    """kmsg-follow creates it; until then the Epilog finds no kernel lines and says so in `skipped`."""
+    cfg = parse_config(f"kernel_log_file: {tmp_path / 'kernel.log'}\n", "c.yaml")
+    assert cfg.kernel_log_file == str(tmp_path / "kernel.log")

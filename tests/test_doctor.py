@@ -123,3 +123,82 @@ def test_nvml_answer_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_driver_without_nvml_says_to_mount_the_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     status, detail, fix = nvml_finding(tmp_path, FailingGpu("libnvidia-ml.so.1 not loadable"), monkeypatch)
     assert status == "warn" and "driver is loaded but NVML is not usable" in detail and "libnvidia-ml" in fix
+
+
+class FakeSlurm:
+    """`scontrol` as a bounded command: `show config` and `ping` answered from text (slurmctld down here)."""
+
+    def __init__(self, config_text: str, ping_text: str = "Slurmctld(primary) at ctl is UP\n") -> None:
+        self.answers = {"config": config_text, "ping": ping_text}
+
+    def __call__(self, argv, _timeout: float) -> subprocess.CompletedProcess[bytes]:
+        key = (
+            "config"
+            if argv[:3] == ["scontrol", "show", "config"]
+            else "ping"
+            if argv[:2] == ["scontrol", "ping"]
+            else ""
+        )
+        if not key:
+            return real_deps().run(argv, _timeout)
+        return subprocess.CompletedProcess(argv, 0, self.answers[key].encode(), b"")
+
+
+def checks_with(tmp: Path, run: FakeSlurm, hooks_dir: Path | None = None, **keys: str) -> dict[str, object]:
+    cfg = make_node(tmp, **keys)
+    deps = DoctorDeps(gpu=FailingGpu("no GPU"), run=run, slurm_backend=lambda _c: "cli")  # type: ignore[arg-type]
+    return {f.check: f for f in run_checks(cfg, hooks_dir, deps)}
+
+
+def test_the_controllers_spool_must_be_slurmusers_not_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp_path))
+    me = os.geteuid()
+    other = me + 4242
+    slurm = FakeSlurm(f"SlurmUser               = slurm({other})\nSlurmctldPort           = 6817\n")
+    found = checks_with(tmp_path, slurm, tmp_path / "hooks", annotator="epilog_slurmctld")
+    spool = found["spool_dir"]
+    assert spool.status == "fail" and f"not slurm (uid {other})" in spool.detail and "epilog_slurmctld" in spool.detail
+    assert spool.fix == f"chown slurm {tmp_path}/spool"  # never `chown root`, which breaks the controller's hook
+    mine = FakeSlurm(f"SlurmUser = slurm({me})\n")
+    assert checks_with(tmp_path, mine, tmp_path / "hooks", annotator="epilog_slurmctld")["spool_dir"].status == "ok"
+    unknown = checks_with(tmp_path, FakeSlurm(""), tmp_path / "hooks", annotator="epilog_slurmctld")["spool_dir"]
+    assert unknown.status == "warn" and "SlurmUser" in unknown.detail
+
+
+def test_slurmctld_down_is_said_without_its_banner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp_path))
+    banner = "*" * 41 + "\n** RESTORE SLURMCTLD DAEMON TO SERVICE **\n" + "*" * 41 + "\n"
+    down = FakeSlurm("", "Slurmctld(primary) at ctl is DOWN\n" + banner)
+    detail = checks_with(tmp_path, down, tmp_path / "hooks")["slurm"].detail
+    if "not on the hooks' PATH" in detail:
+        pytest.skip("no scontrol on this machine's PATH: the ping is never reached")
+    assert "Slurmctld(primary) at ctl is DOWN" in detail and "*" not in detail and "RESTORE" not in detail
+
+
+def test_hooks_are_found_where_slurm_conf_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_HOOKS_CACHE_DIR", str(tmp_path))
+    slurm = FakeSlurm(f"Prolog                  = {tmp_path}/hooks/slurm-hooks-prolog\n")
+    hooks = checks_with(tmp_path, slurm)["hooks"]
+    assert hooks.status == "ok" and f"in {tmp_path}/hooks match" in hooks.detail
+
+
+def test_hook_dirs_include_make_installs_prefix() -> None:
+    from slurm_hooks.doctor import hook_dirs
+
+    dirs = hook_dirs({})
+    assert Path(sys.prefix).parent / "hooks" in dirs and Path("/opt/slurm-hooks/hooks") in dirs
+    assert dirs[-1] == Path("/etc/slurm/hooks")
+
+
+def test_doctor_refuses_what_the_hooks_refuse(tmp_path: Path) -> None:
+    """The same checks as the hooks' loader: a kernel_log_file that is not a regular file is named."""
+    cfg = make_node(tmp_path)
+    cfg.write_text(cfg.read_text() + "kernel_log_file: /dev/zero\n")
+    run = doctor(tmp_path, cfg)
+    assert run.returncode == 1 and "key 'kernel_log_file' names /dev/zero, which is not a regular file" in run.stdout
+    assert "until then the hooks use (built-in defaults in shadow mode" in run.stdout
+
+
+def test_an_nvml_answer_with_gaps_says_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    partial = RecordedGpu(GpuInfo("580.159.04", None, None, 0))
+    assert nvml_finding(tmp_path, partial, monkeypatch)[1] == "driver 580.159.04, CUDA not read, 0 x not read"

@@ -309,3 +309,21 @@ def test_a_link_planted_at_the_jobs_spool_dir_is_refused_and_the_job_still_annot
     assert list(elsewhere.iterdir()) == [] and elsewhere.stat().st_mode & 0o777 == 0o755  # nothing written or chmod-ed
     assert "evidence_not_written" in crash.log.events("error")
     assert (crash.annotation() or {}).get("label") == "unknown"  # processed, and says it could not diagnose
+
+
+@pytest.mark.parametrize("name", ["SLURM_JOB_UID", "SLURM_JOB_GID", "SLURM_JOB_DERIVED_EC", "SLURM_JOB_ID"])
+def test_environment_values_that_are_not_ascii_digits_never_crash_the_hook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """'²'.isdigit() is True and int('²') raises: every value is parsed inside the guard, as ASCII digits."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        f"log_file: {tmp_path / 'hooks.log'}\nstate_dir: {tmp_path / 'state'}\nspool_dir: {tmp_path / 'spool'}\n"
+    )
+    monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(cfg))
+    env = {"SLURM_JOB_ID": JOB, "SLURM_JOB_COMMENT": "slurm-hooks=off", name: "²"}
+    assert epilog.main(env) == 0
+    log = (tmp_path / "hooks.log").read_text()
+    assert '"hook_failed"' not in log and ('"no_job_id"' in log if name == "SLURM_JOB_ID" else '"opted_out"' in log)
+    ctx = JobContext.from_env({"SLURM_JOB_ID": "5", "SLURM_JOB_UID": "²", "SLURM_JOB_DERIVED_EC": "²"})
+    assert ctx is not None and (ctx.uid, ctx.derived_exit_code) == (None, "")

@@ -31,3 +31,25 @@ def test_log_file_regular_file_gets_the_line(tmp_path: Path) -> None:
     path = tmp_path / "slurm-hooks.log"
     HookLog(str(path), "prolog", "5").info("facts_written")
     assert '"event": "facts_written"' in path.read_text()
+
+
+def test_lines_come_from_structlog_with_bound_context(tmp_path: Path) -> None:
+    """One JSON object per line, head first: ts, level, hook, job_id, pid, event, then the event's keys."""
+    import json
+
+    import structlog
+
+    path = tmp_path / "slurm-hooks.log"
+    log = HookLog(str(path), "epilog", "77")
+    assert isinstance(log._log, structlog.BoundLogger)
+    log.warning("slurm_backend_fallback", reason="no pyslurm")
+    log.bind(node="gb-r07-c02").info("evidence_collected", logs=[{"ok": True}])
+    first, second = (json.loads(line) for line in path.read_text().splitlines())
+    assert list(first)[:6] == ["ts", "level", "hook", "job_id", "pid", "event"]
+    assert (first["level"], first["hook"], first["job_id"], first["reason"]) == (
+        "warning",
+        "epilog",
+        "77",
+        "no pyslurm",
+    )
+    assert second["node"] == "gb-r07-c02" and second["logs"] == [{"ok": True}] and second["pid"] == os.getpid()

@@ -21,7 +21,7 @@ LAYERS = (  # top first
     {"diagnose"},
     {"timeline"},
     {"bundle", "tarbundle", "rules", "facts", "slurm", "spool", "job", "hooklog", "jobenv", "metrics"},
-    {"config", "configparse"},
+    {"config", "configparse", "configbounds"},
     {"__init__", "times", "safeio", "proc", "layout", "nofollow", "clock", "nodefacts"},
 )
 FORBIDDEN = {  # the contracts issue 7 names, spelt out even where the layers already imply them

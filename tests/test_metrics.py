@@ -110,3 +110,113 @@ def test_damaged_state_starts_counting_again(tmp_path: Path) -> None:
 def test_hooks_do_not_import_prometheus_client() -> None:
     code = "import sys; import slurm_hooks.hooks.prolog, slurm_hooks.hooks.epilog; print('prometheus_client' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+class Recorded:
+    """A Log that keeps its lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str, dict]] = []
+
+    def info(self, event: str, **kv: object) -> None:
+        self.lines.append(("info", event, kv))
+
+    def warning(self, event: str, **kv: object) -> None:
+        self.lines.append(("warning", event, kv))
+
+    def error(self, event: str, **kv: object) -> None:
+        self.lines.append(("error", event, kv))
+
+
+@pytest.mark.parametrize(
+    ("state", "reason"),
+    [
+        ({"runs": [], "errors": {}, "duration": {}, "diagnoses": {}, "outbox": {"depth": 0, "oldest": None}}, "runs"),
+        (
+            {
+                "runs": {"prolog": "3"},
+                "errors": {},
+                "duration": {},
+                "diagnoses": {},
+                "outbox": {"depth": 0, "oldest": None},
+            },
+            "runs",
+        ),
+        (  # an upgrade that adds a bucket: the old list is one short
+            {
+                "runs": {},
+                "errors": {},
+                "diagnoses": {},
+                "outbox": {"depth": 0, "oldest": None},
+                "duration": {"prolog": {"buckets": [0] * (len(BUCKETS) - 1), "sum": 0.0, "count": 0}},
+            },
+            "bucket counts",
+        ),
+        (
+            {"runs": {}, "errors": {}, "duration": {}, "diagnoses": {}, "outbox": {"depth": "x", "oldest": None}},
+            "outbox",
+        ),
+        ([1, 2, 3], "top level"),
+    ],
+)
+def test_state_of_a_wrong_shape_is_reset_with_a_warning(tmp_path: Path, state: object, reason: str) -> None:
+    (tmp_path / "metrics.json").write_text(json.dumps(state))
+    log = Recorded()
+    metrics = Metrics(str(tmp_path), str(tmp_path / "m.prom"), log=log)
+    assert metrics.hook_run("prolog", 0.1, failed=False)
+    assert metrics.load()["runs"] == {"prolog": 1} and samples(tmp_path / "m.prom")
+    assert [(lvl, ev) for lvl, ev, _ in log.lines] == [("warning", "metrics_state_reset")]
+    assert reason in log.lines[0][2]["reason"]
+
+
+def test_a_prolog_with_a_wrong_shaped_state_still_exits_0_and_counts(node: Path) -> None:
+    (node / "state").mkdir()
+    (node / "state/metrics.json").write_text(
+        json.dumps(
+            {
+                **json.loads('{"runs": {}, "errors": {}, "diagnoses": {}}'),
+                "duration": {"prolog": {"buckets": [1], "sum": 1, "count": 1}},
+                "outbox": {"depth": 0, "oldest": None},
+            }
+        )
+    )
+    assert prolog.main({"SLURM_JOB_ID": "7"}, gpu=RecordedGpu(GB200)) == 0
+    assert samples(node / "textfile/slurm_hooks.prom")[("slurm_hooks_hook_runs_total", (("hook", "prolog"),))] == 1
+    assert '"metrics_state_reset"' in (node / "hooks.log").read_text()
+
+
+def test_a_fifo_at_the_temp_name_is_removed_not_opened(tmp_path: Path) -> None:
+    out = tmp_path / "m.prom"
+    os.mkfifo(f"{out}.{os.getpid()}.tmp")  # no reader: opening it for writing would block for ever
+    os.mkfifo(tmp_path / f"metrics.json.{os.getpid()}.tmp")
+    assert Metrics(str(tmp_path), str(out)).hook_run("prolog", 0.1, failed=False)
+    assert samples(out) and list(tmp_path.glob("*.tmp")) == []
+
+
+def test_a_held_lock_costs_the_metrics_not_the_budget(tmp_path: Path) -> None:
+    import time
+
+    from slurm_hooks.metrics import LOCK_WAIT_S
+
+    fd = os.open(tmp_path / "metrics.json.lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    holder = subprocess.Popen(  # another process holds it, as a wedged hook of another job would
+        [
+            sys.executable,
+            "-c",
+            f"import fcntl, os, time; fcntl.flock({fd}, fcntl.LOCK_EX); print(1, flush=True); time.sleep(60)",
+        ],
+        pass_fds=(fd,),
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline()
+        log = Recorded()
+        start = time.monotonic()
+        assert not Metrics(str(tmp_path), "", log=log).hook_run("prolog", 0.1, failed=False)
+        assert time.monotonic() - start < LOCK_WAIT_S + 0.5
+        assert [ev for _, ev, _ in log.lines] == ["metrics_lock_busy"]
+    finally:
+        holder.kill()
+        holder.wait()
+        os.close(fd)
+    assert Metrics(str(tmp_path), "").hook_run("prolog", 0.1, failed=False)

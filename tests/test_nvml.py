@@ -1,7 +1,7 @@
-"""The ctypes NVML binding against a compiled stand-in library with NVML's C signatures.
+"""NVML through nvidia-ml-py (pynvml) against a compiled stand-in library with NVML's C signatures.
 
-No GPU here; the stand-in (tests/fixtures/nvml/libnvml_stub.c) checks the argument and return
-types the binding passes, which a recorded Python fake could not.
+No GPU here; the stand-in (tests/fixtures/nvml/libnvml_stub.c) answers as a recorded H200 node and
+receives the arguments pynvml itself passes, which a recorded Python fake could not check.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_query_reads_driver_cuda_model_and_count(stub_library: str) -> None:
 
 def test_nvml_error_text_reaches_the_message(stub_library: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STUB_NVML_FAIL_INIT", "1")
-    with pytest.raises(GpuQueryError, match="nvmlInit_v2: Driver Not Loaded"):
+    with pytest.raises(GpuQueryError, match="nvmlInit: Driver Not Loaded"):
         NvmlQuery(2.0, stub_library).query()
 
 
@@ -46,3 +46,16 @@ def test_a_hung_call_is_abandoned_within_its_budget(stub_library: str, monkeypat
 def test_missing_library_is_a_query_error(tmp_path: Path) -> None:
     with pytest.raises(GpuQueryError, match="not loadable"):
         NvmlQuery(1.0, str(tmp_path / "absent.so")).query()
+
+
+def test_the_calls_go_through_pynvml(stub_library: str) -> None:
+    """The query is nvidia-ml-py's: its loaded library is the stand-in, and its own call answers."""
+    import pynvml
+
+    NvmlQuery(2.0, stub_library).query()
+    assert pynvml.nvmlLib is not None and pynvml.nvmlLib._name == stub_library
+    pynvml.nvmlInit()
+    try:
+        assert pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0)) == "NVIDIA H200"
+    finally:
+        pynvml.nvmlShutdown()

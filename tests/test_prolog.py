@@ -81,7 +81,7 @@ def test_unwritable_state_dir_exits_0_and_logs(tmp_path: Path, monkeypatch) -> N
     assert metrics["event"] == "metrics_not_written"  # its counters live in the same state dir
 
 
-def test_invalid_config_falls_back_to_defaults_and_says_so(tmp_path: Path, monkeypatch) -> None:
+def test_invalid_config_with_no_good_copy_runs_in_shadow_mode_and_says_so(tmp_path: Path, monkeypatch) -> None:
     from slurm_hooks.config import DEFAULT_PATH, Config
 
     path = tmp_path / "c.yaml"
@@ -91,15 +91,16 @@ def test_invalid_config_falls_back_to_defaults_and_says_so(tmp_path: Path, monke
         [sys.executable, "-m", "slurm_hooks", "prolog"],
         capture_output=True,
         text=True,
-        env={**env, "SLURM_HOOKS_CONFIG": str(path)},
+        env={**env, "SLURM_HOOKS_CONFIG": str(path), "SLURM_HOOKS_CACHE_DIR": str(tmp_path / "cache")},
         timeout=60,
     )
     assert out.returncode == 0
-    # With defaults the log goes to the default log file (root) or, where that is not writable, stderr.
+    # With the defaults the log goes to the default log file (root) or, where that is not writable, stderr.
     default_log = Path(Config().log_file)
     text = out.stderr + (default_log.read_text() if default_log.exists() and os.access(default_log, os.R_OK) else "")
     lines = [json.loads(line) for line in text.splitlines() if str(path) in line]
     assert lines and lines[-1]["event"] == "config_invalid" and "budgets.prolog_s" in lines[-1]["error"]
+    assert "shadow mode" in lines[-1]["using"]  # never the default mode `all`, which the site did not choose
     assert str(path) != DEFAULT_PATH
 
 
@@ -172,3 +173,12 @@ def test_task_prolog_imports_neither_the_config_module_nor_yaml(tmp_path: Path) 
         env={**os.environ, "SLURM_HOOKS_CONFIG": str(path), "SLURM_JOB_ID": "83"},
     )
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_gid_that_is_not_ascii_digits_is_ignored_not_fatal(tmp_path: Path, config: Path) -> None:
+    from tests.fakes import GB200, RecordedGpu
+
+    assert prolog.main({"SLURM_JOB_ID": "82", "SLURM_JOB_GID": "²"}, gpu=RecordedGpu(GB200)) == 0
+    assert log_lines(tmp_path)[-1]["event"] == "facts_recorded"
+    assert prolog.main({"SLURM_JOB_ID": "8²"}, gpu=RecordedGpu(GB200)) == 0
+    assert log_lines(tmp_path)[-1]["event"] == "no_job_id"

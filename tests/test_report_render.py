@@ -80,3 +80,11 @@ def test_html_is_self_contained_and_escaped(doc: dict) -> None:
     assert "<script" not in html and "&lt;script&gt;" in html
     assert not re.search(r"(src|href)=|url\(|@import|https?://(?!www\.w3\.org/2000/svg)", html)
     assert html.count("<svg") == 5
+
+
+def test_text_cells_show_no_python_repr() -> None:
+    from slurm_hooks.report.render_text import table
+
+    text = table(["driver", "labels", "counts"], [[None, ["oom_killed", "nccl_timeout"], {"a": 1}]])
+    assert "None" not in text and "[" not in text and "{" not in text
+    assert "not read" in text and "oom_killed, nccl_timeout" in text and "a=1" in text

@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_hooks.config import Config, ConfigError, config_path, load_config
+from slurm_hooks.config import Config, ConfigError, config_path, hook_config, load_config
 from slurm_hooks.facts.gpu import GpuQuery, GpuQueryError
 from slurm_hooks.metrics import outbox_gauges
-from slurm_hooks.proc import TOOL_ENV
+from slurm_hooks.render import as_text
 
 Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[bytes]"]
 OUTBOX_STALE_S = 3600.0
@@ -45,8 +45,9 @@ def check_config(path: Path | None) -> tuple[Config, Finding]:
     where = path or config_path()
     try:
         config = load_config(path)
-    except ConfigError as exc:
-        return Config(), Finding("config", "fail", str(exc), f"correct {where} (the checks below use the defaults)")
+    except ConfigError as exc:  # the checks below look at what the hooks run with meanwhile
+        config, _ = hook_config(str(path) if path else None)
+        return config, Finding("config", "fail", str(exc), f"correct {where}; until then the hooks use {config.source}")
     if config.source == "(defaults)":
         return config, Finding("config", "ok", f"no {where}: every key at its default")
     return config, Finding("config", "ok", f"{config.source} is valid")
@@ -63,10 +64,12 @@ def _writable(directory: Path) -> str:
     return ""
 
 
-def check_dir(name: str, directory: str) -> Finding:
-    """Present, writable, root's, and written by root alone (the hooks keep each job's files private)."""
+def check_dir(name: str, directory: str, owner: tuple[int | None, str] = (0, "root")) -> Finding:
+    """Present, writable, the right owner's (root's, or SlurmUser's for a spool the controller's hook
+    writes), and written by that owner alone (the hooks keep each job's files private)."""
     path = Path(directory)
-    make = f"install -d -o root -m 0755 {shlex.quote(directory)}"
+    uid, who = owner
+    make = f"install -d -o {shlex.quote(who)} -m 0755 {shlex.quote(directory)}"
     if not path.exists():
         parent = next((p for p in path.parents if p.exists()), Path("/"))
         why = _writable(parent) if parent.is_dir() else f"{parent} is not a directory"
@@ -88,9 +91,22 @@ def check_dir(name: str, directory: str) -> Finding:
             f"make it a writable local directory (not read-only, not /tmp on SUNK): {make}",
         )
     st = path.stat()
-    if st.st_uid not in (0, os.geteuid()):
+    if uid is None:
         return Finding(
-            name, "fail", f"{directory} belongs to uid {st.st_uid}, not root", f"chown root {shlex.quote(directory)}"
+            name,
+            "warn",
+            f"{directory} belongs to uid {st.st_uid}; with annotator: epilog_slurmctld it must be SlurmUser's, "
+            "which scontrol did not say (slurmctld not answering)",
+            f"chown SlurmUser {shlex.quote(directory)} if uid {st.st_uid} is not SlurmUser",
+        )
+    allowed = {uid} if uid != 0 else {0, os.geteuid()}
+    if st.st_uid not in allowed:
+        why = " (annotator: epilog_slurmctld: the controller's hook writes here as SlurmUser)" if uid != 0 else ""
+        return Finding(
+            name,
+            "fail",
+            f"{directory} belongs to uid {st.st_uid}, not {who} (uid {uid}){why}",
+            f"chown {shlex.quote(who)} {shlex.quote(directory)}",
         )
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return Finding(
@@ -100,35 +116,6 @@ def check_dir(name: str, directory: str) -> Finding:
             f"chmod go-w {shlex.quote(directory)}",
         )
     return Finding(name, "ok", f"{directory} present, owned by uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}")
-
-
-def check_slurm(config: Config, deps: DoctorDeps) -> Finding:
-    backend = deps.slurm_backend(config)
-    missing = [
-        c
-        for c in ("scontrol", "sacct", "sacctmgr")
-        if not any(os.access(f"{d}/{c}", os.X_OK) for d in TOOL_ENV["PATH"].split(":"))
-    ]
-    if missing:
-        return Finding(
-            "slurm",
-            "warn",
-            f"backend {backend}; not on the hooks' PATH: {', '.join(missing)}",
-            "install Slurm's client commands (Debian: slurm-client) in /usr/bin",
-        )
-    try:
-        out = deps.run(["scontrol", "ping"], config.budgets.command_s)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Finding("slurm", "warn", f"backend {backend}; scontrol ping: {exc}", "check slurmctld and munge")
-    text = out.stdout.decode(errors="replace").strip().replace("\n", "; ")
-    if out.returncode != 0 or "UP" not in text:
-        return Finding(
-            "slurm",
-            "warn",
-            f"backend {backend}; slurmctld not answering: {text or out.returncode}",
-            "annotations wait in the outbox until it is back; check slurmctld and munge",
-        )
-    return Finding("slurm", "ok", f"backend {backend}; {text}")
 
 
 def check_nvml(config: Config, deps: DoctorDeps) -> Finding:
@@ -147,7 +134,8 @@ def check_nvml(config: Config, deps: DoctorDeps) -> Finding:
     return Finding(
         "nvml",
         "ok",
-        f"driver {info.driver_version}, CUDA {info.cuda_driver_version}, {info.gpu_count} x {info.gpu_model}",
+        f"driver {as_text(info.driver_version)}, CUDA {as_text(info.cuda_driver_version)}, "
+        f"{as_text(info.gpu_count)} x {as_text(info.gpu_model)}",
     )
 
 

@@ -1,4 +1,4 @@
-"""GPU identity through NVML (facts/nvml.py), every call bounded: NVML can hang on a sick GPU."""
+"""GPU identity through NVML (facts/nvml.py, nvidia-ml-py), every call bounded: NVML can hang on a sick GPU."""
 
 from __future__ import annotations
 

@@ -1,59 +1,65 @@
-"""The five NVML calls the Prolog makes, bound with ctypes straight from libnvidia-ml.so.1.
+"""The five NVML calls the Prolog makes, through NVIDIA's own bindings (nvidia-ml-py, `pynvml`).
 
-nvidia-ml-py (pynvml) binds all of NVML at import: 32-38 ms on an H200 node, more than NVML's own
-work (~24 ms) and paid on every job start. These signatures are NVML's stable C API (nvml.h).
+pynvml tracks NVML's versioned entry points on every driver (`_v2` and later), which a hand-kept
+binding would have to follow by hand. Its import (~10 ms here, `make bench`) is paid only on a node
+whose /proc says a driver is loaded (facts/__init__.py), and only by the Prolog's NVML query.
+
+`library` names the shared object to load (default: the system's libnvidia-ml.so.1): pynvml keeps
+the one loaded library in `pynvml.nvmlLib`, so handing it a CDLL of another file is the injection
+point (tests load the compiled stand-in with NVML's C signatures, tests/fixtures/nvml).
 """
 
 from __future__ import annotations
 
 import ctypes
 
+import pynvml
+
 LIBRARY = "libnvidia-ml.so.1"
-_NAME_LEN = 96  # NVML_DEVICE_NAME_V2_BUFFER_SIZE; the driver version needs 80
 
 
 class NvmlError(Exception):
     """An NVML call returned an error code; the message is NVML's own text for it."""
 
 
+def _load(library: str) -> None:
+    """Make pynvml use `library` (raises OSError when it cannot be loaded)."""
+    lib = ctypes.CDLL(library)
+    with pynvml.libLoadLock:
+        if pynvml.nvmlLib is not lib:
+            pynvml.nvmlLib = lib
+            pynvml._nvmlGetFunctionPointer_cache.clear()  # pointers into the previous library
+
+
 class Nvml:
-    """One loaded libnvidia-ml. Each method is one NVML call; raises OSError or NvmlError."""
+    """NVML through pynvml. Each method is one NVML call; raises OSError or NvmlError."""
 
     def __init__(self, library: str = LIBRARY) -> None:
-        self.lib = ctypes.CDLL(library)
-        self.lib.nvmlErrorString.restype = ctypes.c_char_p
+        _load(library)  # the name pynvml itself loads, by default: a missing one is OSError here, not at init
 
-    def _check(self, name: str, *args: object) -> None:
-        code = getattr(self.lib, name)(*args)
-        if code != 0:
-            text = self.lib.nvmlErrorString(code)
-            raise NvmlError(f"{name}: {text.decode() if text else f'error {code}'}")
+    @staticmethod
+    def _call(name: str, *args: object) -> object:
+        try:
+            return getattr(pynvml, name)(*args)
+        except pynvml.NVMLError as exc:
+            raise NvmlError(f"{name}: {exc}") from None
 
     def init(self) -> None:
-        self._check("nvmlInit_v2")
+        self._call("nvmlInit")
 
     def shutdown(self) -> None:
-        self._check("nvmlShutdown")
+        self._call("nvmlShutdown")
 
     def driver_version(self) -> str:
-        buf = ctypes.create_string_buffer(_NAME_LEN)
-        self._check("nvmlSystemGetDriverVersion", buf, ctypes.c_uint(_NAME_LEN))
-        return buf.value.decode(errors="replace")
+        return str(self._call("nvmlSystemGetDriverVersion"))
 
     def cuda_driver_version(self) -> str:
         """NVML's integer 13000 as CUDA writes it, `13.0`."""
-        value = ctypes.c_int()
-        self._check("nvmlSystemGetCudaDriverVersion_v2", ctypes.byref(value))
-        return f"{value.value // 1000}.{value.value % 1000 // 10}"
+        value = int(str(self._call("nvmlSystemGetCudaDriverVersion_v2")))
+        return f"{value // 1000}.{value % 1000 // 10}"
 
     def device_count(self) -> int:
-        count = ctypes.c_uint()
-        self._check("nvmlDeviceGetCount_v2", ctypes.byref(count))
-        return count.value
+        return int(str(self._call("nvmlDeviceGetCount")))
 
     def device_name(self, index: int) -> str:
-        handle = ctypes.c_void_p()  # nvmlDevice_t is an opaque pointer
-        self._check("nvmlDeviceGetHandleByIndex_v2", ctypes.c_uint(index), ctypes.byref(handle))
-        buf = ctypes.create_string_buffer(_NAME_LEN)
-        self._check("nvmlDeviceGetName", handle, buf, ctypes.c_uint(_NAME_LEN))
-        return buf.value.decode(errors="replace")
+        return str(self._call("nvmlDeviceGetName", self._call("nvmlDeviceGetHandleByIndex", index)))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_hooks.config import Config
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
-from slurm_hooks.hooks.state import read_job_facts, remove_job_state
+from slurm_hooks.hooks.state import job_id_from_env, read_job_facts, remove_job_state
 from slurm_hooks.job import JobContext
 from slurm_hooks.metrics import hook_recorder
 
@@ -23,12 +23,13 @@ if TYPE_CHECKING:  # the heavy parts are imported inside main's body, once the g
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
-    ctx = JobContext.from_env(os.environ if env is None else env)
-    config, log = load_config_or_defaults("epilog", ctx.job_id if ctx else None)
+    environ = os.environ if env is None else env
+    config, log = load_config_or_defaults("epilog", job_id_from_env(environ))
 
     def body() -> None:
         from slurm_hooks.hooks.deps import real_deps
 
+        ctx = JobContext.from_env(environ)  # inside the guard: Slurm's values may be anything
         if ctx is None:
             log.error("no_job_id", detail="SLURM_JOB_ID missing or not numeric")
             return
@@ -40,7 +41,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
 
     outbox = os.path.join(config.spool_dir, "outbox")
     return run_guarded(
-        log, config.budgets.epilog_s, body, hook_recorder(config.state_dir, config.metrics_file, "epilog", outbox)
+        log, config.budgets.epilog_s, body, hook_recorder(config.state_dir, config.metrics_file, "epilog", outbox, log)
     )
 
 

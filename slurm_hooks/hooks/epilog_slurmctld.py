@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from slurm_hooks.config import Config
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
+from slurm_hooks.hooks.state import job_id_from_env
 from slurm_hooks.job import JobContext
 from slurm_hooks.metrics import hook_recorder
 
@@ -20,12 +21,13 @@ if TYPE_CHECKING:
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
-    ctx = JobContext.from_env(os.environ if env is None else env)
-    config, log = load_config_or_defaults("epilog_slurmctld", ctx.job_id if ctx else None)
+    environ = os.environ if env is None else env
+    config, log = load_config_or_defaults("epilog_slurmctld", job_id_from_env(environ))
 
     def body() -> None:
         from slurm_hooks.hooks.deps import real_deps
 
+        ctx = JobContext.from_env(environ)  # inside the guard: Slurm's values may be anything
         if ctx is not None and config.annotator == "epilog_slurmctld":
             run_epilog_slurmctld(ctx, config, real_deps(config, log))
 
@@ -34,7 +36,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
         log,
         config.budgets.epilog_s,
         body,
-        hook_recorder(config.state_dir, config.metrics_file, "epilog_slurmctld", outbox),
+        hook_recorder(config.state_dir, config.metrics_file, "epilog_slurmctld", outbox, log),
     )
 
 

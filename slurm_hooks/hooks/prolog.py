@@ -8,6 +8,7 @@ from slurm_hooks.facts import collect_facts
 from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
 from slurm_hooks.hooks.state import job_id_from_env, write_job_state
+from slurm_hooks.layout import is_number
 from slurm_hooks.metrics import hook_recorder
 
 
@@ -22,7 +23,7 @@ def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
             return
         facts = collect_facts(config, gpu or NvmlQuery(config.budgets.nvml_call_s))
         gid = env.get("SLURM_JOB_GID")
-        where = write_job_state(config.state_dir, job_id, facts, int(gid) if gid and gid.isdigit() else None)
+        where = write_job_state(config.state_dir, job_id, facts, int(gid) if gid and is_number(gid) else None)
         log.info(
             "facts_recorded",
             node=facts["node"],
@@ -34,5 +35,5 @@ def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
         )
 
     return run_guarded(
-        log, config.budgets.prolog_s, body, hook_recorder(config.state_dir, config.metrics_file, "prolog")
+        log, config.budgets.prolog_s, body, hook_recorder(config.state_dir, config.metrics_file, "prolog", log=log)
     )

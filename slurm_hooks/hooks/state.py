@@ -9,16 +9,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from slurm_hooks.jobenv import export_lines
-from slurm_hooks.layout import job_dir, job_path
+from slurm_hooks.layout import is_number, job_dir, job_path
 from slurm_hooks.safeio import atomic_write
 
 
-def job_id_from_env(env: dict[str, str]) -> str | None:
+def job_id_from_env(env: Mapping[str, str]) -> str | None:
     value = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or ""
-    return value if value.isdigit() else None  # never a path component we did not check
+    return value if is_number(value) else None  # never a path component we did not check
 
 
 def write_job_state(state_dir: str, job_id: str, facts: dict[str, Any], gid: int | None) -> str:

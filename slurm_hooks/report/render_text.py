@@ -34,7 +34,15 @@ def table(columns: list[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def _cell(value: Any) -> str:
-    text = str(value)
+    """One cell for a person: no Python repr (None, lists, mappings), no control characters."""
+    if value is None:
+        text = "not read"
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(_cell(v) for v in value)
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
+    else:
+        text = str(value)
     return text if text.isprintable() else text.encode("unicode_escape").decode()  # a comment cannot draw
 
 
