@@ -161,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collect", help="support bundle for a job from this node's spool")
     p.add_argument("job_id")
     p.add_argument("-o", "--output", required=True, help="FILE.tar.gz")
+    p.add_argument("--flight-dumps", action="store_true", help="add the job's raw flight-recorder dumps")
     p.set_defaults(func=collect_command)
 
     p = sub.add_parser("report", help="audit: failures across jobs, nodes, drivers, CDMM and scale, from accounting")
