@@ -31,11 +31,14 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 MAX_LINE = 1 << 18  # one dump's digest line; longer is not ours
 
 
-def read_dumps(dump_dir: str, uid: int | None, gid: int | None, config: Config) -> dict[str, Any]:
-    """{dumps: [...], skipped: [...]} for the dumps in `dump_dir` (and the job's own prefix), read as uid:gid."""
+def read_dumps(
+    dump_dir: str, uid: int | None, gid: int | None, config: Config, python: str = sys.executable
+) -> dict[str, Any]:
+    """{dumps: [...], skipped: [...]} for the dumps in `dump_dir` (and the job's own prefix), read as uid:gid.
+    `python` runs the reader as the job user, so that user must be able to execute it."""
     fr = config.flight_recorder
     limit = fr.max_dump_mb << 20
-    argv = [sys.executable, "-S", "-c", _CHILD, _PACKAGE_ROOT, dump_dir, str(fr.max_dumps), str(limit)]
+    argv = [python, "-S", "-c", _CHILD, _PACKAGE_ROOT, dump_dir, str(fr.max_dumps), str(limit)]
     argv.append(str((1 << 30) + 8 * limit))  # the child's address space: decoding a dump needs a few times its size
     as_user: dict[str, Any] = {}
     if os.geteuid() == 0:

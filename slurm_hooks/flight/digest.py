@@ -75,5 +75,5 @@ def digest(data: Any) -> dict[str, Any]:
                 g[key] = value
         completed = _int(st.get("last_completed_collective"))
         if completed is not None and completed >= 0:
-            g["completed"] = completed  # the process group's own count outranks the ring's states
+            g["completed"] = max(completed, g["completed"] or 0)  # gloo updates its count late: the higher one
     return {"version": _text(data.get("version")), "groups": groups}
