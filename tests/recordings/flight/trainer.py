@@ -55,16 +55,15 @@ def main() -> int:
     timeout_s, mode = float(os.environ.get("FR_TIMEOUT_S", "5")), os.environ.get("FR_STUCK_MODE", "sleep")
     port = 20000 + int(os.environ.get("SLURM_JOB_ID", "0")) % 20000
     addr = os.environ.get("FR_MASTER", "127.0.0.1")
+    # Joining waits for the slowest start (a loaded machine imports torch slowly); the training
+    # group's collectives time out after FR_TIMEOUT_S, as NCCL's watchdog would.
     dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://{addr}:{port}",
-        rank=rank,
-        world_size=world,
-        timeout=datetime.timedelta(seconds=timeout_s),
+        "gloo", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=300)
     )
+    group = dist.new_group(timeout=datetime.timedelta(seconds=timeout_s), group_desc="train")
     t = torch.ones(4)
     for _ in range(STEPS):
-        dist.all_reduce(t)
+        dist.all_reduce(t, group=group)
     print(f"rank {rank}: {STEPS} steps done on {os.uname().nodename}", flush=True)
     if rank == stuck:
         print(f"rank {rank}: waiting for a checkpoint writer that never finishes", flush=True)
@@ -77,7 +76,7 @@ def main() -> int:
         dump(rank, fmt)
     started = time.monotonic()
     try:
-        dist.all_reduce(t)
+        dist.all_reduce(t, group=group)
     except RuntimeError as exc:
         print(f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0]}", flush=True)
         print(watchdog_line(rank, STEPS + 1, timeout_s, time.monotonic() - started), flush=True)
