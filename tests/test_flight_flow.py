@@ -134,6 +134,7 @@ def test_the_epilog_names_the_rank_that_never_arrived(tmp_path: Path, fmt: str) 
     fr = got["details"]["flight_recorder"]
     assert fr["groups"]["1"]["last_entered"] == {"0": 6, "1": 6, "2": 5, "3": 6}
     assert fr["suspects"] == [2] and fr["decided_root"] is True
+    assert "the flight recorder shows rank(s) 2 on n1 never arrived" in str(got["summary"])
     assert rig.annotation() is not None and rig.annotation()["rank"] == "2"  # type: ignore[index]
     assert not any(p.is_file() and p.name.startswith("fr_rank_") for p in rig.spool.job_dir(JOB).rglob("*"))
     assert Path(job_dump_dir(rig.config, JOB), "fr_rank_0").is_file()  # raw dumps stay for `collect`
