@@ -27,8 +27,8 @@ JOB = """export FR_FORMAT={fmt} FR_STUCK_RANK={stuck} FR_TIMEOUT_S=4 FR_SLEEP_S=
 export FR_PID_FILE={jobs}/fr-pid-$SLURM_JOB_ID-
 srun -l --kill-on-bad-exit=0 {python} -W ignore {jobs}/fr-trainer.py &
 if [ "$FR_STUCK_MODE" = sigstop ]; then  # the stuck rank stopped itself: let it go once the others timed out
-  for _ in $(seq 120); do [ -s "$FR_PID_FILE{stuck}" ] && break; sleep 0.5; done
-  sleep 14; kill -CONT "$(cat "$FR_PID_FILE{stuck}")"
+  for _ in $(seq 120); do [ -s "${{FR_PID_FILE}}{stuck}" ] && break; sleep 0.5; done
+  sleep 14; kill -CONT "$(cat "${{FR_PID_FILE}}{stuck}")"
 fi
 wait
 """

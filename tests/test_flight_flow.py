@@ -70,10 +70,11 @@ def test_on_makes_the_users_dump_dir_and_exports(tmp_path: Path, monkeypatch: py
     st = dump.lstat()
     assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700 and (st.st_uid, st.st_gid) == (UID, GID)
     out = task_prolog(tmp_path)
-    assert out.splitlines()[-3:] == [
+    assert out.splitlines()[-4:] == [
         "export TORCH_FR_BUFFER_SIZE=1500",
         "export TORCH_NCCL_DUMP_ON_TIMEOUT=1",
         f"export TORCH_FR_DUMP_TEMP_FILE={dump}/fr_rank_",
+        f"export SLURM_HOOKS_FR_DUMP={dump}/fr_rank_",
     ]
 
 
@@ -85,6 +86,10 @@ def test_the_jobs_own_settings_win_and_its_prefix_is_noted(tmp_path: Path, monke
     assert (tmp_path / "state/flight/91/job_prefix").read_text() == "/scratch/me/fr_\n"
     ours = f"{tmp_path}/state/flight/91/fr_rank_"  # an srun step inherits the batch step's export: not noted
     task_prolog(tmp_path, TORCH_FR_DUMP_TEMP_FILE=ours)
+    assert (tmp_path / "state/flight/91/job_prefix").read_text() == "/scratch/me/fr_\n"
+    other = "/run/slurm-hooks/batch-host/flight/91/fr_rank_"  # the batch host's, where state dirs differ: replaced
+    out = task_prolog(tmp_path, TORCH_FR_DUMP_TEMP_FILE=other, SLURM_HOOKS_FR_DUMP=other)
+    assert f"export TORCH_FR_DUMP_TEMP_FILE={ours}" in out.splitlines()
     assert (tmp_path / "state/flight/91/job_prefix").read_text() == "/scratch/me/fr_\n"
 
 

@@ -77,7 +77,12 @@ def _remove_stale(parent: int, root: str, name: str) -> None:
 
 
 def task_fragment(dump_dir: str, buffer_size: int) -> str:
-    """The sh lines: print each export unless the job set that variable; note a job's own dump prefix."""
+    """The sh lines: print each export unless the job set that variable; note a job's own dump prefix.
+
+    An srun step's tasks inherit the batch step's exports: TORCH_FR_DUMP_TEMP_FILE equal to the
+    SLURM_HOOKS_FR_DUMP exported with it is ours (another node's directory, where state dirs differ),
+    and this node's own prefix replaces it.
+    """
     prefix = shlex.quote(f"{dump_dir}/fr_rank_")
     note = shlex.quote(f"{dump_dir}/job_prefix")
 
@@ -89,7 +94,9 @@ def task_fragment(dump_dir: str, buffer_size: int) -> str:
         "# slurm-hooks flight recorder: written by the Prolog; the job's own TORCH_FR_* settings win.\n"
         + export("TORCH_FR_BUFFER_SIZE", str(int(buffer_size)))
         + export("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
-        + f'if [ -z "${{TORCH_FR_DUMP_TEMP_FILE+x}}" ]; then printf "%s\\n" "export TORCH_FR_DUMP_TEMP_FILE="{prefix}\n'
-        + f'elif [ "$TORCH_FR_DUMP_TEMP_FILE" != {prefix} ]; then\n'
+        + f"ours={prefix}\n"
+        + 'if [ -z "${TORCH_FR_DUMP_TEMP_FILE+x}" ] || [ "$TORCH_FR_DUMP_TEMP_FILE" = "${SLURM_HOOKS_FR_DUMP-}" ]; then\n'
+        + '  printf "%s\\n" "export TORCH_FR_DUMP_TEMP_FILE=$ours" "export SLURM_HOOKS_FR_DUMP=$ours"\n'
+        + 'elif [ "$TORCH_FR_DUMP_TEMP_FILE" != "$ours" ]; then\n'
         + f'  printf "%s\\n" "$TORCH_FR_DUMP_TEMP_FILE" >>{note}\nfi\n'
     )
