@@ -26,11 +26,12 @@ STUCK = 3  # of 4 ranks, 2 per node: on the second node
 JOB = """export FR_FORMAT={fmt} FR_STUCK_RANK={stuck} FR_TIMEOUT_S=4 FR_SLEEP_S=14 FR_STUCK_MODE={mode}
 export FR_PID_FILE={jobs}/fr-pid-$SLURM_JOB_ID-
 srun -l --kill-on-bad-exit=0 {python} -W ignore {jobs}/fr-trainer.py &
+job=$!
 if [ "$FR_STUCK_MODE" = sigstop ]; then  # the stuck rank stopped itself: let it go once the others timed out
   for _ in $(seq 120); do [ -s "${{FR_PID_FILE}}{stuck}" ] && break; sleep 0.5; done
   sleep 14; kill -CONT "$(cat "${{FR_PID_FILE}}{stuck}")"
 fi
-wait
+wait "$job"  # srun's status is the job's: the ranks exit 1 after their timeouts
 """
 
 

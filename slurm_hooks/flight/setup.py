@@ -95,7 +95,8 @@ def task_fragment(dump_dir: str, buffer_size: int) -> str:
         + export("TORCH_FR_BUFFER_SIZE", str(int(buffer_size)))
         + export("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
         + f"ours={prefix}\n"
-        + 'if [ -z "${TORCH_FR_DUMP_TEMP_FILE+x}" ] || [ "$TORCH_FR_DUMP_TEMP_FILE" = "${SLURM_HOOKS_FR_DUMP-}" ]; then\n'
+        + 'if [ -z "${TORCH_FR_DUMP_TEMP_FILE+x}" ] ||\n'
+        + '   [ "$TORCH_FR_DUMP_TEMP_FILE" = "${SLURM_HOOKS_FR_DUMP-}" ]; then\n'
         + '  printf "%s\\n" "export TORCH_FR_DUMP_TEMP_FILE=$ours" "export SLURM_HOOKS_FR_DUMP=$ours"\n'
         + 'elif [ "$TORCH_FR_DUMP_TEMP_FILE" != "$ours" ]; then\n'
         + f'  printf "%s\\n" "$TORCH_FR_DUMP_TEMP_FILE" >>{note}\nfi\n'
