@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_hooks.bundle import load_bundle
+from slurm_hooks.bundle import load_bundle, open_bundle
 from slurm_hooks.config import Config, FlightRecorder
 from slurm_hooks.diagnose import diagnose
 from slurm_hooks.flight.collect import prune
@@ -180,6 +180,8 @@ def test_collect_adds_raw_dumps_only_when_asked(tmp_path: Path, monkeypatch: pyt
             names = tar.getnames()
         assert f"{JOB}/flight/n1.json" in names  # the digest is part of the bundle
         assert {n.rsplit("/", 1)[-1] for n in names if "/flight-dumps/" in n} == expect
+        with open_bundle(out) as bundle:  # the support bundle diagnoses as the spool's did, raw dumps or not
+            assert diagnose(bundle, load_rule_pack()).root_rank == 2
 
 
 def test_a_crash_found_in_the_logs_still_decides_and_the_dumps_agree(tmp_path: Path) -> None:
