@@ -177,3 +177,16 @@ def test_a_reader_out_of_time_keeps_what_it_finished(tmp_path: Path) -> None:
     assert any("read_s=3s" in s for s in found["skipped"])
     assert 0 < len(found["dumps"]) < 400
     assert json.dumps(found)  # plain data all through
+
+
+def test_a_forged_digest_cannot_make_the_analysis_grow() -> None:
+    """The reader runs as the job's user, who could tamper with its output: ranks and groups are bounded again."""
+    from slurm_hooks.flight.analysis import MAX_GROUPS, analyse
+
+    groups = {f"g{i}" * 1000: {"entered": 1} for i in range(1000)}
+    dumps = [{"rank": 10**12, "digest": {"groups": groups}}, {"rank": 0, "digest": {"groups": groups}}]
+    started = time.monotonic()
+    view = analyse([{"node": "n1", "dumps": dumps}], world=0, node_of=lambda r: "n1")
+    assert time.monotonic() - started < 1
+    assert list(view.dumped) == [0] and len(view.groups) == MAX_GROUPS
+    assert all(len(name) <= 80 for name in view.groups)

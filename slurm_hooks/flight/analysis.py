@@ -4,7 +4,8 @@ Per process group (its name, the same on every rank that made the groups in the 
 highest `collective_seq_id` each rank entered and completed. A rank that entered fewer
 collectives than the group's others is behind; a rank with no dump while others wrote one is
 without a dump (a crashed rank writes none). Both are suspects. Only ranks of nodes that sent a
-digest count as without a dump: a node whose Epilog sent nothing says nothing.
+digest count as without a dump: a node whose Epilog sent nothing says nothing. The digests come
+from a reader that ran with the job user's rights, so they are bounded here again (ranks, groups).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from slurm_hooks.bundle import BundleFile
 
 MAX_DOC_BYTES = 32 << 20
 MAX_RANKS_SHOWN = 256  # per group in details; a larger group shows its ranks behind and a tally
+MAX_RANK = 1 << 20  # a digest is the job user's reader's output: a rank past this is not one
+MAX_GROUPS = 64
 
 
 @dataclass
@@ -95,12 +98,12 @@ def analyse(docs: list[dict[str, Any]], world: int, node_of: Callable[[int], str
         for dump in doc["dumps"]:
             rank = dump.get("rank") if isinstance(dump, dict) else None
             digest = dump.get("digest") if isinstance(dump, dict) else None
-            if not isinstance(rank, int) or rank in dumped or not isinstance(digest, dict):
+            if not isinstance(rank, int) or not 0 <= rank < MAX_RANK or rank in dumped or not isinstance(digest, dict):
                 continue  # the same rank twice: a dump prefix on a shared file system, read by every node
             dumped[rank] = doc["node"]
             _add(groups, rank, digest.get("groups"))
     reporting = {d["node"] for d in docs}
-    top = max(world, max(dumped, default=-1) + 1)
+    top = min(max(world, max(dumped, default=-1) + 1), MAX_RANK)
     without = [] if not dumped else [r for r in range(top) if r not in dumped and node_of(r) in (*reporting, None)]
     return FlightView(groups, dumped, without, skipped)
 
@@ -111,7 +114,9 @@ def _add(groups: dict[str, Group], rank: int, found: Any) -> None:
     for name, g in found.items():
         if not isinstance(g, dict) or not isinstance(g.get("entered"), int):
             continue
-        group = groups.setdefault(str(name), Group(desc=str(g.get("desc") or "")))
+        if str(name)[:80] not in groups and len(groups) >= MAX_GROUPS:
+            return
+        group = groups.setdefault(str(name)[:80], Group(desc=str(g.get("desc") or "")[:80]))
         group.entered[rank] = g["entered"]
         if isinstance(g.get("completed"), int):
             group.completed[rank] = g["completed"]
