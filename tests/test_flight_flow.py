@@ -197,3 +197,17 @@ def test_a_crash_found_in_the_logs_still_decides_and_the_dumps_agree(tmp_path: P
     assert (got["label"], got["root_rank"]) == ("app_segfault", 2)
     fr = got["details"]["flight_recorder"]  # type: ignore[index]
     assert fr["without_dump"] == [2] and fr["agrees"] is True and "decided_root" not in fr
+
+
+def test_the_python_task_prolog_prints_the_same_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from slurm_hooks.hooks import task_prolog as python_task_prolog
+
+    run_prolog(tmp_path, "on", monkeypatch)
+    monkeypatch.setenv("SLURM_JOB_ID", "91")
+    monkeypatch.setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "0")  # the job's own choice stays
+    assert python_task_prolog.main(str(tmp_path / "state")) == 0
+    out = capfd.readouterr().out
+    assert f"export TORCH_FR_DUMP_TEMP_FILE={tmp_path}/state/flight/91/fr_rank_\n" in out
+    assert "export TORCH_FR_BUFFER_SIZE=2000\n" in out and "TORCH_NCCL_DUMP_ON_TIMEOUT" not in out
