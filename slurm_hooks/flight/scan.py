@@ -100,13 +100,14 @@ def scan(dump_dir: str, max_dumps: int, limit: int) -> Iterator[dict[str, Any]]:
             found, unseen = candidates(dir_fd, base)
             if unseen:
                 yield {"file": folder, "skipped": f"more than {MAX_ENTRIES} entries; the rest not looked at"}
-            for rank, name in found:
-                path = os.path.join(folder, name)
-                if left <= 0:
-                    yield {"file": path, "rank": rank, "skipped": f"more than {max_dumps} dumps; not read"}
-                    continue
-                left -= 1
-                yield one(dir_fd, name, path, rank, limit)
+            for rank, name in found[:left]:
+                yield one(dir_fd, name, os.path.join(folder, name), rank, limit)
+            if len(found) > left:  # one line for all of them: 10,000 files must not make 10,000 notes
+                yield {
+                    "file": folder,
+                    "skipped": f"{len(found) - left} more dumps past max_dumps={max_dumps}; not read",
+                }
+            left = max(0, left - len(found))
         finally:
             os.close(dir_fd)
 
