@@ -211,3 +211,21 @@ def test_the_python_task_prolog_prints_the_same_exports(
     out = capfd.readouterr().out
     assert f"export TORCH_FR_DUMP_TEMP_FILE={tmp_path}/state/flight/91/fr_rank_\n" in out
     assert "export TORCH_FR_BUFFER_SIZE=2000\n" in out and "TORCH_NCCL_DUMP_ON_TIMEOUT" not in out
+
+
+RECORDED = sorted((Path(__file__).parent / "bundles").glob("b3[23]-flight-recorder-*"))
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=[p.name for p in RECORDED])
+def test_in_the_recorded_jobs_the_dumps_alone_name_the_root(recorded: Path, tmp_path: Path) -> None:
+    """Dev-cluster recordings (tests/recordings/flight/): every rank reported the timeout, so
+    without the bundle's flight/ part the same job has no root; with it, rank 3 on the second node."""
+    assert len(RECORDED) == 2
+    bare = tmp_path / "bare"
+    shutil.copytree(recorded, bare, ignore=shutil.ignore_patterns("flight"))
+    got = diagnose(load_bundle(bare), load_rule_pack())
+    assert (got.label, got.root_node, got.root_rank) == ("nccl_timeout", None, None)
+    got = diagnose(load_bundle(recorded), load_rule_pack())
+    assert (got.root_node, got.root_rank) == ("vm-2", 3)
+    fr = got.details["flight_recorder"]
+    assert fr["groups"]["1"]["last_entered"] == {"0": 6, "1": 6, "2": 6, "3": 5} and fr["suspects"] == [3]
