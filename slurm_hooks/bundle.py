@@ -25,7 +25,7 @@ from slurm_hooks.times import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours
 DEFAULT_LIMITS = Limits()
-PARTS = ("nodes", "kernel", "logs")  # read in this order: what a file cap cuts first is logs
+PARTS = ("nodes", "kernel", "flight", "logs")  # read in this order: what a file cap cuts first is logs
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][\w.-]{0,254}$")
 _NO_KERNEL = "its segfault, Xid and OOM lines are missing (no journal: slurm-hooks kmsg-follow, kernel_log_file)"
 
@@ -96,6 +96,7 @@ class Bundle:
     kernels: dict[str, BundleFile]
     skipped: list[str] = field(default_factory=list)
     limits: Limits = DEFAULT_LIMITS
+    flight: list[BundleFile] = field(default_factory=list)  # flight/<node>.json: flight-recorder digests
 
 
 def _exit_pair(value: str) -> tuple[int, int]:
@@ -220,7 +221,8 @@ def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
     skipped += [f"kernel/{n}.log: {why[:200]}; {_NO_KERNEL}" for n, why in no_kernel.items() if n not in kernels]
     if not parts["logs"]:
         skipped.append("logs/: no job log files")
-    return Bundle(root=root, job=job, facts=facts, logs=parts["logs"], kernels=kernels, skipped=skipped, limits=limits)
+    logs, flight = parts["logs"], parts["flight"]
+    return Bundle(root, job, facts, logs, kernels, skipped=skipped, limits=limits, flight=flight)
 
 
 @contextlib.contextmanager

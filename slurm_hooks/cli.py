@@ -194,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("collect", "support bundle (0600) for a job from this node's spool")
     p.add_argument("job_id")
     p.add_argument("-o", "--output", required=True, help="FILE.tar.gz")
+    p.add_argument("--flight-dumps", action="store_true", help="add the job's raw flight-recorder dumps")
     p.set_defaults(func=collect_command)
 
     p = command("kmsg-follow", "copy /dev/kmsg into this node's kernel_log_file, rotated (runs until SIGTERM)")

@@ -88,5 +88,10 @@ def collect_command(args: argparse.Namespace) -> int:
         tar.add(job / "bundle", arcname=args.job_id)
         if (job / "diagnosis.json").exists():
             tar.add(job / "diagnosis.json", arcname=f"{args.job_id}/diagnosis.json")
+        if args.flight_dumps:  # the bundle holds the dumps' digest; the raw files only when asked
+            from slurm_hooks.collect.flight_dumps import add_flight_dumps
+
+            for note in add_flight_dumps(tar, config, args.job_id):
+                print(f"slurm-hooks: flight dump left out: {note}", file=sys.stderr)
     print(args.output)
     return 0

@@ -70,6 +70,18 @@ class SlurmSettings(NamedTuple):
     backend: str = "auto"  # auto (pyslurm if it matches the running Slurm, else CLI) | cli | pyslurm
 
 
+class FlightRecorder(NamedTuple):
+    """PyTorch's flight recorder dumps, collected per job (docs/flight-recorder.md); off: nothing at all."""
+
+    mode: str = "off"  # off | on (YAML's bare on/off booleans read as these)
+    buffer_size: int = 2000  # TORCH_FR_BUFFER_SIZE: collectives each rank keeps
+    dir: str = ""  # where the per-job dump dirs live; "" = <state_dir>/flight
+    max_dumps: int = 512  # dump files read per node and job
+    max_dump_mb: int = 64  # bytes read of one dump; a larger one is skipped
+    read_s: float = 5.0  # the Epilog's dump reader, all dumps together
+    retention_days: int = 3  # raw dumps (`collect --flight-dumps`) kept this long
+
+
 class Config(NamedTuple):
     host_root: str = "/"  # where the host's /proc and /sys are seen (SUNK: slurmd runs in a pod)
     state_dir: str = DEFAULT_STATE_DIR  # per-job node facts for the TaskProlog
@@ -89,15 +101,18 @@ class Config(NamedTuple):
     max_log_read_mb: int = 64  # tail of each job log copied into a bundle
     metrics_file: str = "/var/lib/node_exporter/textfile_collector/slurm_hooks.prom"  # if its dir exists; "" = off
     kernel_log_file: str = ""  # this node's kernel lines from this file, not the journal or /dev/kmsg
+    flight_recorder: FlightRecorder = FlightRecorder()
     source: str = "(defaults)"
 
 
-Record = Config | Budgets | Annotation | Limits | Report | SlurmSettings | NcoreSource  # what a section becomes
+# what a section becomes
+Record = Config | Budgets | Annotation | Limits | Report | SlurmSettings | NcoreSource | FlightRecorder
 SECTIONS: dict[str, type[Record]] = {
     "budgets": Budgets,
     "annotation": Annotation,
     "limits": Limits,
     "slurm": SlurmSettings,
+    "flight_recorder": FlightRecorder,
 }
 
 

@@ -18,6 +18,7 @@ _CHOICES = {
     "slurm.backend": ("auto", "cli", "pyslurm"),
     "ncore_sources.type": ("file", "env", "command", "cmdline"),
     "annotator": ("epilog", "epilog_slurmctld"),
+    "flight_recorder.mode": ("off", "on"),
 }
 
 
@@ -126,6 +127,10 @@ def parse_config(text: str, where: str) -> Config:
     _check_keys(doc, Config, where, "")
     values: dict[str, Any] = {"source": where}
     for key, value in doc.items():
+        if key == "flight_recorder":  # `flight_recorder: on` is short for `{mode: on}`; YAML reads on/off as booleans
+            value = {"mode": value} if isinstance(value, (bool, str)) else value
+            if isinstance(value, dict) and isinstance(value.get("mode"), bool):
+                value = {**value, "mode": "on" if value["mode"] else "off"}
         if key in SECTIONS:
             values[key] = _section(value, SECTIONS[key], where, f"{key}.")
         elif key == "report":

@@ -31,10 +31,13 @@ exit 0
 _ENTRY = "import sys; sys.path[:0] = {paths!r}; from slurm_hooks.hooks.{hook} import main; sys.exit(main())"
 
 # Runs once per task, hundreds per job: a shell and `cat` cost ~1-2 ms, a Python start ~12-40 ms.
+# The flight-recorder fragment exists only with `flight_recorder: on` (a builtin test costs nothing
+# otherwise); it runs in a subshell, so even a damaged one cannot fail the task.
 _TASK_PROLOG = """#!/bin/sh
 # slurm-hooks task-prolog: prints the export lines the Prolog prepared for this job.
 case "$SLURM_JOB_ID" in ''|*[!0-9]*) exit 0 ;; esac
 cat {state_dir}/jobs/"$SLURM_JOB_ID"/env 2>/dev/null
+[ -f {state_dir}/jobs/"$SLURM_JOB_ID"/flight ] && ( . {state_dir}/jobs/"$SLURM_JOB_ID"/flight ) 2>/dev/null
 exit 0
 """
 

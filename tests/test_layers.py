@@ -20,7 +20,7 @@ LAYERS = (  # top first
     {"collect", "deliver", "render"},
     {"diagnose"},
     {"timeline"},
-    {"bundle", "tarbundle", "rules", "facts", "slurm", "spool", "job", "hooklog", "jobenv", "metrics"},
+    {"bundle", "tarbundle", "rules", "facts", "slurm", "spool", "job", "hooklog", "jobenv", "metrics", "flight"},
     {"config", "configparse", "configbounds"},
     {"__init__", "times", "safeio", "proc", "layout", "nofollow", "clock", "nodefacts"},
 )

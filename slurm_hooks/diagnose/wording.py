@@ -98,6 +98,9 @@ def _symptom(v: Verdict) -> str:
         return _upper_first(f"{_seen(v.after)} with no known cause before it")
     text = _upper_first(f"{_seen(v.after)} with nothing earlier to explain it")
     silent = v.details.get("silent_ranks") or []
+    flight = v.details.get("flight_recorder") or {}
+    if v.node and flight.get("decided_root"):  # every rank reported it; the dumps show who never arrived
+        return text + f"; the flight recorder shows rank(s) {_ranks(flight['suspects'])} on {v.node} never arrived"
     if v.node:
         return text + f"; the ranks that never reported it ({_ranks(silent)}) ran on {v.node}"
     if silent:

@@ -103,8 +103,21 @@ def collect_node_part(
             logs = [{"path": c.source, "ok": c.ok, "skipped_bytes": c.skipped_bytes, "error": c.error} for c in copied]
     except OSError as exc:
         deps.log.error("evidence_not_written", error=str(exc))
+    if config.flight_recorder.mode == "on":
+        collect_flight_part(ctx, config, deps)
     try:
         deps.spool.mark_part_done(ctx.job_id, deps.node, deps.clock.time())
     except OSError as exc:
         deps.log.error("part_marker_not_written", error=str(exc))
     deps.log.info("evidence_collected", node=deps.node, kernel_from=kernel_from, logs=logs)
+
+
+def collect_flight_part(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
+    """This node's flight-recorder digest into the bundle, before the part marker (docs/flight-recorder.md)."""
+    from slurm_hooks.flight.collect import collect_flight
+
+    try:
+        outcome = collect_flight(deps.spool, ctx.job_id, deps.node, ctx.uid, ctx.gid, config, deps.clock.time())
+        deps.log.info("flight_recorder_read", outcome=outcome)
+    except (OSError, ValueError) as exc:
+        deps.log.error("flight_recorder_not_read", error=str(exc))

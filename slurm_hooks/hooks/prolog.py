@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from slurm_hooks.facts import collect_facts
 from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
@@ -10,6 +11,10 @@ from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
 from slurm_hooks.hooks.state import job_id_from_env, write_job_state
 from slurm_hooks.layout import is_number
 from slurm_hooks.metrics import hook_recorder
+
+if TYPE_CHECKING:
+    from slurm_hooks.config import Config
+    from slurm_hooks.hooklog import Log
 
 
 def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
@@ -33,7 +38,23 @@ def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
             errors=facts["errors"],
             state=str(where),
         )
+        if config.flight_recorder.mode == "on":
+            prepare_flight(config, job_id, env, log)
 
     return run_guarded(
         log, config.budgets.prolog_s, body, hook_recorder(config.state_dir, config.metrics_file, "prolog", log=log)
     )
+
+
+def prepare_flight(config: Config, job_id: str, env: dict[str, str], log: Log) -> None:
+    """The job's flight-recorder dump directory (docs/flight-recorder.md); imported only when it is on."""
+    from slurm_hooks.flight.setup import prepare
+
+    uid, gid = env.get("SLURM_JOB_UID", ""), env.get("SLURM_JOB_GID", "")
+    if not (uid.isdigit() and gid.isdigit()):
+        log.error("flight_recorder_not_prepared", detail="SLURM_JOB_UID/GID missing or not numeric")
+        return
+    try:
+        log.info("flight_recorder_ready", dir=prepare(config, job_id, int(uid), int(gid)))
+    except OSError as exc:
+        log.error("flight_recorder_not_prepared", error=str(exc))

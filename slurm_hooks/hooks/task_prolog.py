@@ -46,9 +46,15 @@ def main(state_dir: str | None = None) -> int:
     job_id = job_id_from_env(env)
     if job_id is None:
         return 0
+    where = job_dir(state_dir or configured_state_dir(env), job_id)
     try:
-        with open(job_dir(state_dir or configured_state_dir(env), job_id) / "env", encoding="utf-8") as fh:
+        with open(where / "env", encoding="utf-8") as fh:
             sys.stdout.write(fh.read(16 * 1024))
     except OSError:
         pass  # no facts for this job: the task runs without SLURM_HOOKS_* rather than not at all
+    if (where / "flight").is_file():  # `flight_recorder: on`: the same sh fragment the deployed script runs
+        import subprocess
+
+        sys.stdout.flush()
+        subprocess.run(["/bin/sh", "-c", '. "$1"', "sh", str(where / "flight")], stderr=subprocess.DEVNULL, check=False)
     return 0
