@@ -107,7 +107,7 @@ def test_an_rg_that_exits_with_an_error_is_not_taken_as_no_hits(tmp_path: Path) 
     log = tmp_path / "job.out"
     log.write_text("x\n0: !!!!!!! Segfault encountered !!!!!!!\n")
     notes: list[str] = []
-    hits = scan(ResilientScanner(str(fake)), log, notes=notes)
+    hits = scan(ResilientScanner(str(fake), small_bytes=0), log, notes=notes)
     assert [h.line_no for h in hits] == [2]
     assert notes == ["ripgrep failed (exit status 2: rg: error: out of memory); the Python scanner read on from line 1"]
 
@@ -142,5 +142,5 @@ def test_an_rg_that_cannot_start_is_said_and_replaced(tmp_path: Path) -> None:
     log = tmp_path / "job.out"
     log.write_text("0: !!!!!!! Segfault encountered !!!!!!!\n")
     notes: list[str] = []
-    hits = scan(ResilientScanner(str(tmp_path / "no-such-rg")), log, notes=notes)
+    hits = scan(ResilientScanner(str(tmp_path / "no-such-rg"), small_bytes=0), log, notes=notes)
     assert [h.line_no for h in hits] == [1] and notes[0].startswith("ripgrep failed ([Errno 2]")
