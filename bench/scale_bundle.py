@@ -50,7 +50,9 @@ def _job_log(nodes: list[str], crashed: int) -> str:
         out.append(f"{r:>5}: {host}:{pid}:{pid} [{r % 4}] NCCL INFO comm 0x5 rank {r} nranks {ranks} - Init COMPLETE")
     for r in range(ranks):
         out.append(f"{r:>5}:  [2026-11-27 {_stamp(600 + r % 50)}] iteration     2000/  100000 | lm loss: 2.37 |")
-    out.append(f"    0:  [2026-11-27 {_stamp(700)}] saving checkpoint at iteration 2000 to /lustre/ckpt in torch format")
+    out.append(
+        f"    0:  [2026-11-27 {_stamp(700)}] saving checkpoint at iteration 2000 to /lustre/ckpt in torch format"
+    )
     out += [
         f"{crashed:>5}: !!!!!!! Segfault encountered !!!!!!!",
         f'{crashed:>5}:   File "<unknown>", line 0, in __kernel_rt_sigreturn',
