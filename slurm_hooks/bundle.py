@@ -45,6 +45,8 @@ class JobInfo:
     batch_host: str | None = None
     slurm_zone: tzinfo = timezone.utc
     log_zone: tzinfo = timezone.utc
+    ntasks: int = 0  # Slurm's task count (0: not known); bounds the ranks (diagnose/bounds.py)
+    shared: bool = False  # Slurm let other jobs share its nodes (not exclusive): a kernel pid may be another job's
 
     @property
     def exit_status(self) -> tuple[int, int]:
@@ -165,6 +167,8 @@ def _job_info(root: Path, skipped: list[str]) -> JobInfo:
         batch_host=str(doc["batch_host"]) if doc.get("batch_host") else None,
         slurm_zone=slurm_zone,
         log_zone=zone_named(doc.get("log_timezone"), "job.json: log_timezone", skipped),
+        ntasks=ntasks if isinstance(ntasks := doc.get("ntasks"), int) and 0 < ntasks < 1 << 31 else 0,
+        shared=doc.get("shared") is True,
     )
 
 

@@ -25,7 +25,13 @@ from slurm_hooks.config import Limits
 PREFIX = "slurm-hooks-bundle-"
 _CHUNK = 1 << 20
 MAX_HEADER = 64 << 10  # bytes of a GNU long-name or PAX header: a real one is a path and a few values
-_EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+_EXTENDED = (
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+)
 
 
 class TarballError(Exception):
@@ -141,7 +147,13 @@ def _extract(path: Path, root: Path, limits: Limits, notes: list[str]) -> None:
                     continue
                 taken += 1
                 kinds[kind] += 1
-    except (tarfile.TarError, OSError, EOFError, zlib.error, ValueError) as exc:  # ValueError: a number tarfile cannot parse
+    except (
+        tarfile.TarError,
+        OSError,
+        EOFError,
+        zlib.error,
+        ValueError,
+    ) as exc:  # ValueError: a number tarfile cannot parse
         if not taken:
             raise TarballError(f"{path}: not a readable bundle tarball ({exc})") from None
         notes.append(f"tarball: cut short ({exc}); what came before is used")

@@ -17,8 +17,10 @@ from datetime import datetime, timezone
 
 from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose import wording
+from slurm_hooks.diagnose.bounds import job_node
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Consequences, Crash, collect_crash
+from slurm_hooks.diagnose.notes import summarise
 from slurm_hooks.diagnose.result import Diagnosis, event_record, fault_record, iso
 from slurm_hooks.diagnose.verdict import (
     Verdict,
@@ -176,13 +178,15 @@ def _facts(ctx: Context, node: str | None) -> tuple[NodeFacts | None, str | None
 
 def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Event]) -> Diagnosis:
     job = ctx.bundle.job
+    named, v.node = v.node, job_node(ctx.ranks.nodes, v.node)  # a name outside the job is never its root (§8.20)
+    outside = [f"{named[:64]!r} is not a node of this job; not taken as its root node"] if named and not v.node else []
     summary_node = v.node
     if v.label in _NO_ROOT or (v.label == "nccl_timeout" and not v.details.get("silent_ranks")):
         v.node = v.rank = None
     elif v.node is None:
         v.node = _only_node(ctx)  # one node: it is the root whenever the label has one (§8.14)
     facts, note = _facts(ctx, v.node)
-    notes = list(timeline.notes) + ([note] if note else [])
+    notes = summarise([*timeline.notes, *outside, *([note] if note else [])])
     if concurrent:
         v.details["concurrent"] = [fault_record(e) for e in concurrent]
     unique = {id(e): e for e in v.evidence}.values()
