@@ -87,8 +87,12 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack, 
     torchrun = any(e.local_rank is not None or "local_rank" in e.fields for e in events)
     ranks = RankMap(nodes=nodes, torchrun=torchrun)
     logs = [e for e in events if e.source.startswith("logs/")]
+    lists: set[tuple[str, str]] = set()  # a task list srun repeats for a node is expanded once
     for ev in logs:  # srun: task -> node
         if ev.node and "tasks" in ev.fields:
+            if (ev.node, ev.fields["tasks"]) in lists:
+                continue
+            lists.add((ev.node, ev.fields["tasks"]))
             for task in expand_tasks(ev.fields["tasks"], below=bound):
                 ranks.task_nodes.setdefault(task, ev.node)
         elif ev.node and ev.task is not None:

@@ -104,7 +104,7 @@ class Tally:
             inputs["comment_delimiter"] += "|" in comment or "\x1f" in comment
         n_nodes = cols.n_nodes  # where Slurm gave none, the node list's length
         if 0 in n_nodes:
-            n_nodes = [given or len(spread.names) for given, spread in zip(n_nodes, jobs.spreads, strict=True)]
+            n_nodes = [given or spread.size for given, spread in zip(n_nodes, jobs.spreads, strict=True)]
         inputs["no_nodes"] += n_nodes.count(0)
         inputs["node_list_cut"] += sum(map(bool, map(_CUT, jobs.spreads)))  # names past the row's NNodes
         inputs["node_list_bad"] += sum(map(_BAD, jobs.spreads))  # a list that does not parse

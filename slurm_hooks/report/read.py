@@ -37,12 +37,14 @@ _SPREAD_BYTES = 64 << 20  # node names the spread memo holds, all together
 
 
 class Spread(NamedTuple):
-    """A row's node list: its names (no more than its NNodes), racks spanned, names cut, and whether it parsed."""
+    """A row's node list: racks spanned, names cut past its NNodes, whether it parsed; of its names only
+    those the node filter asks for, so a row costs the same whatever its list names."""
 
-    names: tuple[str, ...]
+    names: tuple[str, ...]  # the list's names that the report's node filter names
     racks: int
     cut: int = 0
     bad: bool = False
+    size: int = 0  # names in the list (up to its NNodes)
 
 
 class Jobs(NamedTuple):
@@ -98,7 +100,10 @@ class Racks:
 
 
 class JobReader:
-    def __init__(self, labels: tuple[str, ...], rack_pattern: str, trust_comment: bool) -> None:
+    def __init__(
+        self, labels: tuple[str, ...], rack_pattern: str, trust_comment: bool, wanted: frozenset[str] = frozenset()
+    ) -> None:
+        self.wanted = wanted  # the node filter's names
         self.records = RecordReader(labels, trust_comment)
         self.rack = Racks(rack_pattern)
         self.states = Memo(_state, _MEMO_MAX)
@@ -119,12 +124,13 @@ class JobReader:
         """A node list expanded no further than the row's own NNodes (more is cut and counted)."""
         node_list, n_nodes = row
         hosts = expand_bounded(node_list, n_nodes if n_nodes > 0 else MAX_HOSTS)
-        names = tuple(n.lower() for n in hosts.names)  # our record lowercases node names
-        return Spread(names, len({self.rack(n) for n in names}), hosts.cut, hosts.bad)
+        names = list(map(str.lower, hosts.names))  # our record lowercases node names
+        kept = tuple(n for n in names if n in self.wanted) if self.wanted else ()
+        return Spread(kept, len(set(map(self.rack, names))), hosts.cut, hosts.bad, len(names))
 
 
 def _spread_bytes(spread: Spread) -> int:
-    return sum(map(len, spread.names)) + 64 * len(spread.names)  # the text and a str object's overhead
+    return 100 + sum(map(len, spread.names)) + 64 * len(spread.names)  # the text and a str object's overhead
 
 
 def _state(state: str) -> tuple[str, bool]:
