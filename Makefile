@@ -60,6 +60,7 @@ bench: venv  ## speed claims, as ratios against baselines measured in the same r
 	$(BIN)/python bench/bounded_call.py
 	$(BIN)/python bench/report_scale.py
 	$(BIN)/python bench/multinode_latency.py
+	$(BIN)/python -m bench.scale
 
 browser:  ## Debian's chromium, which the HTML report test drives through playwright (no browser download)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] || { echo "make browser: run as root" >&2; exit 1; }; \

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from slurm_hooks.rules.pattern import literal_needle
+from slurm_hooks.rules.pattern import BytesNeedle, literal_needle
 
 MAX_LINE = 8192  # default bytes of one line we keep (config `limits.line_bytes`); the rest is dropped
 RG_MEMORY = 128 << 20  # address space of the rg child: a 2 GiB line aborts it instead of filling RAM
@@ -143,12 +143,17 @@ class PythonScanner:
 
     def __init__(self, line_bytes: int = MAX_LINE) -> None:
         self.line_bytes = line_bytes
+        self.needles: dict[tuple[str, ...], BytesNeedle] = {}  # a bundle's 1,152 kernel logs share one
 
     def scan(
         self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0, from_offset: int = 0
     ) -> Iterator[Hit]:
         """Hits after line `after_line`, reading from `from_offset` (the start of that line)."""
-        needle = literal_needle(list(keywords))
+        key = tuple(keywords)
+        if (needle := self.needles.get(key)) is None:
+            if len(self.needles) >= 8:  # a few keyword sets in a run (each kind, each after a flood)
+                self.needles.clear()
+            needle = self.needles[key] = literal_needle(list(keywords))
         term = line_terminator(fh)
         fh.seek(from_offset)
         line_no, offset, keep = max(after_line - 1, 0), from_offset, self.line_bytes
