@@ -28,7 +28,7 @@ from bench.scale_epilog import concurrent_writers, synthetic_spool
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose import diagnose
 from slurm_hooks.rules import load_rule_pack
-from slurm_hooks.timeline.scan import ResilientScanner, find_rg
+from slurm_hooks.timeline.scan import SMALL_FILE, ResilientScanner, find_rg
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (18, 144, 576, 1152, 2304)
@@ -116,7 +116,10 @@ def main() -> int:
     env = {**os.environ, "SLURM_HOOKS_CONFIG": str(config)}
 
     rows: dict[int, dict[str, object]] = {}
-    print(f"{'nodes':>6} {'files':>6} {'MiB':>6} {'diagnose s':>10} {'rg s':>6} {'x rg':>6} {'RSS MiB':>8}  answer")
+    print(
+        f"{'nodes':>6} {'files':>6} {'MiB':>6} {'diagnose s':>10} {'rg s':>6} {'x rg':>6} {'in-proc s':>9} "
+        f"{'x rg':>5} {'RSS MiB':>8}  answer"
+    )
     for n in args.sizes:
         bundle, want = _bundle(args.out, n)
         files = sum(1 for p in bundle.rglob("*") if p.is_file())
@@ -124,20 +127,24 @@ def main() -> int:
         subprocess.run(["cat", *map(str, (bundle / "logs").iterdir())], stdout=subprocess.DEVNULL, check=True)
         t_rg = _rg_pass(bundle, keywords)
         t_d, rss, doc = _diagnose(bundle, env)
-        right = (doc["label"], doc["root_node"], doc["root_rank"]) == (want.label, want.root_node, want.root_rank)
+        t_in = _in_process(bundle, SMALL_FILE)  # the same without the interpreter's start and imports
+        answer = (doc["label"], doc["root_node"], doc["root_rank"])
+        right = answer == (want.label, want.root_node, want.root_rank)
         rows[n] = {
             "files": files,
             "MiB": round(mib, 1),
             "diagnose_s": round(t_d, 3),
             "rg_s": round(t_rg, 3),
             "x_rg": round(t_d / t_rg, 1),
+            "in_process_s": round(t_in, 3),
+            "in_process_x_rg": round(t_in / t_rg, 1),
             "peak_rss_MiB": round(rss, 1),
             "right": right,
-            "skipped_lines": len(doc["skipped"]),
-        }  # type: ignore[arg-type]
+            "skipped_lines": len(doc["skipped"]),  # type: ignore[arg-type]
+        }
         print(
-            f"{n:>6} {files:>6} {mib:>6.1f} {t_d:>10.3f} {t_rg:>6.3f} {t_d / t_rg:>6.1f} {rss:>8.1f}  "
-            f"{'right' if right else 'WRONG: ' + str((doc['label'], doc['root_node'], doc['root_rank']))}"
+            f"{n:>6} {files:>6} {mib:>6.1f} {t_d:>10.3f} {t_rg:>6.3f} {t_d / t_rg:>6.1f} {t_in:>9.3f} "
+            f"{t_in / t_rg:>5.1f} {rss:>8.1f}  {'right' if right else f'WRONG: {answer}'}"
         )
         if n != 1152:
             shutil.rmtree(bundle, ignore_errors=True)
@@ -152,9 +159,16 @@ def main() -> int:
         }
     if 1152 in rows:
         x = float(rows[1152]["x_rg"])  # type: ignore[arg-type]
-        verdict["x_rg_at_1152"] = {"ratio": x, "target": "<= 10", "met": x <= 10}
+        verdict["x_rg_at_1152"] = {
+            "ratio": x,
+            "target": "<= 10",
+            "met": x <= 10,
+            "run": "a fresh process, as the Epilog",
+        }
+        x_in = float(rows[1152]["in_process_x_rg"])  # type: ignore[arg-type]
+        verdict["in_process_x_rg_at_1152"] = {"ratio": x_in, "target": "<= 10", "met": x_in <= 10}
         big = args.out / "scale-1152"
-        inproc, per_file = _in_process(big, 1 << 20), _in_process(big, 0)
+        inproc, per_file = _in_process(big, SMALL_FILE), _in_process(big, 0)
         verdict["scanner_at_1152"] = {
             "small_files_in_process_s": round(inproc, 3),
             "one_rg_per_file_s": round(per_file, 3),
