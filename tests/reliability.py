@@ -41,6 +41,7 @@ class Row:
     leaked: int = 0  # root-only canary bytes found in the spool or hook log
     backend: str = "cli"  # the Slurm Protocol implementation the hooks used (slurm.backend)
     where: str = "cluster"  # cluster: the real dev cluster; unit: the Epilog flow with its fakes (hostile input)
+    annotated: str = ""  # unit rows: yes | no | "-" where no hook ran (diagnose, report)
 
     @property
     def holds(self) -> bool:
@@ -94,7 +95,7 @@ def table(rows_path: Path, junit_path: Path) -> str:
     for r in (r for r in rows if r.get("where") == "unit"):
         lines.append(
             f"| {r['fault']} | {r['checked']} | {r['hook_s']:.2f} s / {r['budget_s']:g} s | {_mb(r['peak_rss_mb'])} | "
-            f"{'yes' if not r['lost'] else '**NO**'} | {'yes' if r['holds'] else '**NO**'} |"
+            f"{r.get('annotated') or ('yes' if not r['lost'] else '**NO**')} | {'yes' if r['holds'] else '**NO**'} |"
         )
     lines += ["", "## Hostile inputs and properties (unit level)", "", "| test | result | time |", "|---|---|---|"]
     if junit_path.exists():
