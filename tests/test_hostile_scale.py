@@ -276,3 +276,13 @@ def test_a_1152_node_job_with_shipped_limits(tmp_path: Path, pack) -> None:
         got = diagnose(load_bundle(tmp_path / "b"), pack)
     assert (got.label, got.root_node, got.root_rank) == (expected.label, expected.root_node, expected.root_rank)
     assert len(got.skipped) < 20
+
+
+def test_without_a_node_list_the_hosts_the_lines_name_bound_the_ranks(tmp_path: Path, pack) -> None:
+    root = tmp_path / "b"
+    (root / "logs").mkdir(parents=True)
+    (root / "job.json").write_text(json.dumps({"job_id": "9", "state": "FAILED"}))
+    lines = [f"srun: error: h{i}: tasks {i * 4}-{i * 4 + 3}: Aborted (core dumped)" for i in range(300)]
+    (root / "logs/job.out").write_text("\n".join(lines) + "\n" + WATCHDOG.replace("[rank0]", "[rank1000]"))
+    got = diagnose(load_bundle(root), pack)
+    assert not any("possible ranks ignored" in s for s in got.skipped)  # 300 hosts: rank 1000 is possible

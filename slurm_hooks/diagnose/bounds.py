@@ -15,10 +15,16 @@ from slurm_hooks.timeline.events import Event
 MAX_TASKS_PER_NODE = 512  # Slurm's MaxTasksPerNode default (slurm.conf): one node runs no more tasks
 
 
-def job_ranks(job: JobInfo, nodes: tuple[str, ...]) -> int:
-    """The most ranks this job can have: its task count, else MaxTasksPerNode on each of its nodes."""
+def job_ranks(job: JobInfo, nodes: tuple[str, ...], events: list[Event]) -> int:
+    """The most ranks this job can have: its task count, else MaxTasksPerNode on each of its nodes.
+
+    A bundle without Slurm's node list (an offline one) counts the hosts its lines name instead:
+    as many as the lines that name them, never a number a line prints.
+    """
     if job.ntasks:
         return job.ntasks
+    if not job.nodes:
+        nodes = tuple({*nodes, *(e.node for e in events if e.node)})
     return MAX_TASKS_PER_NODE * max(len(nodes), 1)
 
 

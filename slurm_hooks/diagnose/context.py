@@ -26,7 +26,7 @@ class Context:
     @classmethod
     def of(cls, bundle: Bundle, timeline: Timeline, pack: RulePack) -> Context:
         nodes = bundle.job.nodes or _nodes_seen(bundle)
-        bound = job_ranks(bundle.job, nodes)
+        bound = job_ranks(bundle.job, nodes, timeline.events)
         drop_out_of_job(timeline.events, bound, timeline.notes)
         ranks = build_rank_map(timeline.events, nodes, pack, bound)
         weak = weak_witnesses(bundle.job, timeline.events, ranks)
