@@ -35,10 +35,11 @@ test: venv browser pyslurm  ## the whole suite, real Slurm included (needs root:
 	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q --durations=15 -m "not reliability"; rc=$$?; $(MAKE) cluster-down; exit $$rc
 
 PROPERTY_TESTS := tests/test_annotation.py tests/test_slurm_client.py tests/test_hooklog.py tests/test_bad_input.py \
-	tests/test_bundle_limits.py tests/test_clocks_properties.py
+	tests/test_bundle_limits.py tests/test_clocks_properties.py tests/test_hostile_scale.py
 reliability: venv  ## property tests at full strength, then the fault matrix on the real dev cluster -> docs/reliability.md
 	mkdir -p bench/out; rm -f bench/out/reliability.jsonl
-	HYPOTHESIS_PROFILE=reliability $(BIN)/pytest -q $(PROPERTY_TESTS) --junitxml=bench/out/reliability-properties.xml
+	RELIABILITY_OUT=bench/out/reliability.jsonl HYPOTHESIS_PROFILE=reliability \
+	  $(BIN)/pytest -q $(PROPERTY_TESTS) --junitxml=bench/out/reliability-properties.xml
 	$(MAKE) cluster-up
 	RELIABILITY_OUT=bench/out/reliability.jsonl SLURM_HOOKS_REQUIRE_CLUSTER=1 \
 	  $(BIN)/pytest -q tests/test_reliability_cluster.py; rc=$$?; $(MAKE) cluster-down; \
@@ -69,6 +70,7 @@ bench: venv  ## speed claims, as ratios against baselines measured in the same r
 	$(BIN)/python bench/bounded_call.py
 	$(BIN)/python bench/report_scale.py
 	$(BIN)/python bench/multinode_latency.py
+	$(BIN)/python -m bench.scale
 
 browser:  ## Debian's chromium, which the HTML report test drives through playwright (no browser download)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] || { echo "make browser: run as root" >&2; exit 1; }; \

@@ -64,10 +64,11 @@ def synthetic_lines(n: int, seed: int = 7) -> Iterator[bytes]:
         job = str(100000 + i)
         rack, first = rnd.randint(1, 50), rnd.randint(1, 18)
         size = rnd.choice((1, 1, 1, 2, 4, 8, 16, 32))
+        racks = 1 + (size > 18)  # as many names as NNodes says, as Slurm writes them
         nodes = (
             f"gb-r{rack:02d}-c{first:02d}"
             if size == 1
-            else f"gb-r[{rack:02d}-{min(rack + size // 18 + 1, 99):02d}]-c[01-{min(size, 18):02d}]"
+            else f"gb-r[{rack:02d}-{rack + racks - 1:02d}]-c[01-{size // racks:02d}]"
         )
         label = rnd.choice(labels)
         driver, cdmm, ncore, gpu = rnd.choice(STACKS)

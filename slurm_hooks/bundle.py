@@ -25,7 +25,7 @@ from slurm_hooks.times import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours
 DEFAULT_LIMITS = Limits()
-PARTS = ("nodes", "kernel", "flight", "logs")  # read in this order: what a file cap cuts first is logs
+PARTS = ("logs", "nodes", "kernel", "flight")  # in this order against the size cap: the job's own logs come first
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][\w.-]{0,254}$")
 _NO_KERNEL = "its segfault, Xid and OOM lines are missing (no journal: slurm-hooks kmsg-follow, kernel_log_file)"
 
@@ -46,6 +46,8 @@ class JobInfo:
     batch_host: str | None = None
     slurm_zone: tzinfo = timezone.utc
     log_zone: tzinfo = timezone.utc
+    ntasks: int = 0  # Slurm's task count (0: not known); bounds the ranks (diagnose/bounds.py)
+    shared: bool = False  # Slurm let other jobs share its nodes (not exclusive): a kernel pid may be another job's
 
     @property
     def exit_status(self) -> tuple[int, int]:
@@ -167,13 +169,22 @@ def _job_info(root: Path, skipped: list[str]) -> JobInfo:
         batch_host=str(doc["batch_host"]) if doc.get("batch_host") else None,
         slurm_zone=slurm_zone,
         log_zone=zone_named(doc.get("log_timezone"), "job.json: log_timezone", skipped),
+        ntasks=ntasks if isinstance(ntasks := doc.get("ntasks"), int) and 0 < ntasks < 1 << 31 else 0,
+        shared=doc.get("shared") is True,
     )
 
 
-def _listed(root: Path, limits: Limits, skipped: list[str]) -> dict[str, list[BundleFile]]:
-    """The regular files of each part, within the file-count and size caps."""
+def part_cap(part: str, limits: Limits, job_nodes: int) -> int:
+    """Files one part may hold: job logs `limits.bundle_files`; a per-node part (facts, kernel) as
+    many as the job has nodes, and never fewer than that limit. Each part counts on its own, so a
+    thousand nodes' kernel logs never crowd out the job's own log."""
+    return limits.bundle_files if part == "logs" else max(limits.bundle_files, job_nodes)
+
+
+def _listed(root: Path, limits: Limits, job_nodes: int, skipped: list[str]) -> dict[str, list[BundleFile]]:
+    """The regular files of each part, within its file-count cap and the bundle's size cap."""
     out: dict[str, list[BundleFile]] = {part: [] for part in PARTS}
-    files_left, bytes_left = limits.bundle_files, limits.bundle_mb << 20
+    bytes_left = limits.bundle_mb << 20
     for part in PARTS:
         try:
             entries = list_below(root, part)
@@ -182,12 +193,13 @@ def _listed(root: Path, limits: Limits, skipped: list[str]) -> dict[str, list[Bu
         except OSError as exc:
             skipped.append(f"{part}/: not read ({exc.strerror or exc}); a bundle's parts are never followed")
             continue
+        files_left = cap = part_cap(part, limits, job_nodes)
         for name, size in entries:
             rel = f"{part}/{name}"
             if size is None:
                 skipped.append(f"{rel}: not a regular file; not read")
             elif files_left <= 0:
-                skipped.append(f"{rel}: not read: more than limits.bundle_files={limits.bundle_files} files")
+                skipped.append(f"{rel}: not read: more than {cap} files in {part}/ (limits.bundle_files)")
             elif size > bytes_left:
                 skipped.append(f"{rel}: not read: {size} bytes would pass limits.bundle_mb={limits.bundle_mb}")
             else:
@@ -202,7 +214,7 @@ def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
         raise BundleError(f"{root}: not a bundle directory or .tar.gz")
     skipped: list[str] = []
     job = _job_info(root, skipped)
-    parts = _listed(root, limits, skipped)
+    parts = _listed(root, limits, len(job.nodes), skipped)
     facts: dict[str, NodeFacts] = {}
     no_kernel: dict[str, str] = {}
     for file in parts["nodes"]:

@@ -50,7 +50,7 @@ class Limits(NamedTuple):
 
     hits_per_family: int = 10_000  # keyword hits a rule family examines per file; more are counted only
     line_bytes: int = 8192  # bytes of one log line the rules see (ripgrep never holds a longer one)
-    bundle_files: int = 1000  # files read from one bundle (directory or tarball)
+    bundle_files: int = 1000  # job logs read from one bundle; per-node parts: the job's node count, at least this
     bundle_mb: int = 4096  # bytes read from one bundle's files, all together
     tar_mb: int = 1024  # bytes extracted from a .tar.gz bundle (sparse members are refused)
     tar_members: int = 10_000  # tarball entries looked at; the rest of the tarball is left out

@@ -15,6 +15,7 @@ import shutil
 import tarfile
 import tempfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,10 +24,44 @@ from slurm_hooks.config import Limits
 
 PREFIX = "slurm-hooks-bundle-"
 _CHUNK = 1 << 20
+MAX_HEADER = 64 << 10  # bytes of a GNU long-name or PAX header: a real one is a path and a few values
+_EXTENDED = (
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+)
 
 
 class TarballError(Exception):
     """Not a readable tarball at all."""
+
+
+class HeaderTooLarge(tarfile.HeaderError):
+    """An extended header that declares more than MAX_HEADER bytes (tarfile would read them all)."""
+
+
+class _BoundedInfo(tarfile.TarInfo):
+    """tarfile's member header, judged before tarfile reads what it declares.
+
+    tarfile reads a GNU long-name or PAX header's body in one piece (a 3 MB .tar.gz can declare
+    3 GiB), and a PAX sparse 1.0 member's map until its count is met: both are refused here,
+    from the 512-byte header alone, before a byte of them is read.
+    """
+
+    @classmethod
+    def frombuf(cls, buf: bytes | bytearray, encoding: str, errors: str) -> _BoundedInfo:
+        info = super().frombuf(buf, encoding, errors)
+        if info.type in _EXTENDED and info.size > MAX_HEADER:
+            raise HeaderTooLarge(f"an extended header declares {info.size} bytes (more than {MAX_HEADER})")
+        if info.type == tarfile.GNUTYPE_SPARSE:  # its extension headers would be read in a loop
+            raise HeaderTooLarge("an old GNU sparse member")
+        return info
+
+    def _proc_gnusparse_10(self, member: tarfile.TarInfo, pax: dict[str, str], tar: tarfile.TarFile) -> None:
+        """Marks the member sparse (and so refused) without reading its map; tarfile skips its data."""
+        member.sparse = b""
 
 
 def _bundle_path(name: str) -> str | None:
@@ -80,10 +115,11 @@ def _copy(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
 
 def _extract(path: Path, root: Path, limits: Limits, notes: list[str]) -> None:
     budget, taken, ignored = limits.tar_mb << 20, 0, 0
+    kinds: Counter[str] = Counter()
     for part in PARTS:
         (root / part).mkdir(mode=0o700)
     try:
-        with tarfile.open(path, "r|*") as tar:  # a stream: each byte read once, never seeked back
+        with tarfile.open(path, "r|*", tarinfo=_BoundedInfo) as tar:  # a stream: each byte read once, never seeked back
             for count, member in enumerate(tar):
                 rel = _bundle_path(member.name)
                 if count >= limits.tar_members:
@@ -100,8 +136,9 @@ def _extract(path: Path, root: Path, limits: Limits, notes: list[str]) -> None:
                 if rel is None or not member.isreg():
                     ignored += not member.isdir()
                     continue
-                if taken >= limits.bundle_files:
-                    notes.append(f"tarball: {rel}: past limits.bundle_files={limits.bundle_files}; left out")
+                kind = rel.split("/")[0]  # each part counts on its own (bundle.part_cap); job.json is one
+                if kinds[kind] >= (limits.bundle_files if kind == "logs" else limits.tar_members):
+                    notes.append(f"tarball: {rel}: past limits.bundle_files={limits.bundle_files} logs; left out")
                     continue
                 try:
                     _copy(tar, member, root / rel)
@@ -109,7 +146,14 @@ def _extract(path: Path, root: Path, limits: Limits, notes: list[str]) -> None:
                     notes.append(f"tarball: {member.name[:200]}: a second {rel}; the first one kept")
                     continue
                 taken += 1
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+                kinds[kind] += 1
+    except (
+        tarfile.TarError,
+        OSError,
+        EOFError,
+        zlib.error,
+        ValueError,
+    ) as exc:  # ValueError: a number tarfile cannot parse
         if not taken:
             raise TarballError(f"{path}: not a readable bundle tarball ({exc})") from None
         notes.append(f"tarball: cut short ({exc}); what came before is used")

@@ -23,6 +23,7 @@ PROPERTY_MODULES = (
     "test_bad_input",
     "test_bundle_limits",
     "test_clocks_properties",
+    "test_hostile_scale",
 )
 
 
@@ -39,6 +40,8 @@ class Row:
     slurm_calls: str = ""  # Slurm commands per job, where counted
     leaked: int = 0  # root-only canary bytes found in the spool or hook log
     backend: str = "cli"  # the Slurm Protocol implementation the hooks used (slurm.backend)
+    where: str = "cluster"  # cluster: the real dev cluster; unit: the Epilog flow with its fakes (hostile input)
+    annotated: str = ""  # unit rows: yes | no | "-" where no hook ran (diagnose, report)
 
     @property
     def holds(self) -> bool:
@@ -75,12 +78,24 @@ def table(rows_path: Path, junit_path: Path) -> str:
         " | Slurm calls per job | root-only bytes leaked | holds |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in (r for r in rows if r.get("where", "cluster") == "cluster"):
         lines.append(
             f"| {r['fault']} | {r['backend']} | {r['checked']} | {r['hook_s']:.2f} s / {r['budget_s']:g} s | "
             f"{','.join(map(str, sorted(set(r['exit_codes'])))) or '-'} | {r['drains']} | {r['lost']} | "
             f"{_mb(r['peak_rss_mb'])} | {r['slurm_calls'] or '-'} | {r['leaked']} | "
             f"{'yes' if r['holds'] else '**NO**'} |"
+        )
+    lines += [
+        "",
+        "## Hostile job input at scale (the Epilog flow or `diagnose`/`report` in-process, Slurm faked)",
+        "",
+        "| input | what was checked | time / budget | peak memory (Python heap by tracemalloc; RSS for `report`, which forks) | annotation delivered | holds |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in (r for r in rows if r.get("where") == "unit"):
+        lines.append(
+            f"| {r['fault']} | {r['checked']} | {r['hook_s']:.2f} s / {r['budget_s']:g} s | {_mb(r['peak_rss_mb'])} | "
+            f"{r.get('annotated') or ('yes' if not r['lost'] else '**NO**')} | {'yes' if r['holds'] else '**NO**'} |"
         )
     lines += ["", "## Hostile inputs and properties (unit level)", "", "| test | result | time |", "|---|---|---|"]
     if junit_path.exists():

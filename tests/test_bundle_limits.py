@@ -65,10 +65,23 @@ def test_file_count_and_size_caps_on_a_directory(tmp_path: Path, pack) -> None:
     logs = {"a.out": CRASH, **{f"z{i:02}.out": "x\n" for i in range(5)}, "zz-big.out": "y" * (2 << 20)}
     root = write_bundle(tmp_path / "b", JOB, logs, [{"node": "n1"}])
     with open_bundle(root, Limits(bundle_files=4, bundle_mb=1)) as bundle:
-        assert [f.name for f in bundle.logs] == ["a.out", "z00.out", "z01.out"]  # nodes/n1.json is the 4th
+        assert [f.name for f in bundle.logs] == ["a.out", "z00.out", "z01.out", "z02.out"]  # logs count alone
+        assert list(bundle.facts) == ["n1"]
         got = diagnose(bundle, pack)
     assert got.label == "checkpoint_segfault"
-    assert "logs/z02.out: not read: more than limits.bundle_files=4 files" in got.skipped
+    assert "logs/z03.out: not read: more than 4 files in logs/ (limits.bundle_files)" in got.skipped
+
+
+def test_per_node_files_scale_with_the_job_and_never_crowd_out_its_log(tmp_path: Path, pack) -> None:
+    nodes = [f"n{i:03}" for i in range(30)]
+    facts = [{"node": n, "cdmm": "on"} for n in nodes]
+    kernel = {n: "[ 1.0] nothing\n" for n in nodes}
+    root = write_bundle(tmp_path / "b", {**JOB, "nodes": nodes}, {"job.out": CRASH}, facts, kernel)
+    with open_bundle(root, Limits(bundle_files=10)) as bundle:
+        assert len(bundle.facts) == 30 and len(bundle.kernels) == 30 and [f.name for f in bundle.logs] == ["job.out"]
+    (root / "logs" / "job.out").rename(root / "logs" / "zz.out")  # sorts after everything: still read first
+    with open_bundle(root, Limits(bundle_files=10, bundle_mb=1)) as bundle:
+        assert [f.name for f in bundle.logs] == ["zz.out"]
 
 
 def _tarball(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> Path:
@@ -117,7 +130,7 @@ def test_many_tiny_members_and_deep_nesting_cost_only_the_caps(tmp_path: Path) -
     tiny = [_file(f"5512093/logs/t{i:04}.out", b"t\n") for i in range(300)]
     tgz = _tarball(tmp_path / "many.tar.gz", [*BASE, (deep, b"deep\n"), *tiny])
     with open_bundle(tgz, Limits(tar_members=100, bundle_files=50)) as bundle:
-        assert len(bundle.logs) == 49  # job.json is the 50th file
+        assert len(bundle.logs) == 50  # logs count on their own: job.json and other parts are not logs
         assert "tarball: entries past limits.tar_members=100 left out" in bundle.skipped
         assert any("past limits.bundle_files=50" in s for s in bundle.skipped)
         assert "tarball: 1 entries outside the bundle layout (or not regular files) ignored" in bundle.skipped

@@ -8,6 +8,7 @@ bottom. A new top-level module must be given a layer here.
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
@@ -81,5 +82,10 @@ def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(PACKAGE)) for p in MODULES])
-def test_no_module_is_above_250_lines(path: Path) -> None:
-    assert len(path.read_text(encoding="utf-8").splitlines()) <= 250, "split it by responsibility"
+def test_no_module_is_above_400_lines(path: Path) -> None:
+    """Split by responsibility, not by count: past 250 lines a module is worth a look (a warning),
+    past 400 it holds more than one idea (issue 21)."""
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    if lines > 250:
+        warnings.warn(f"{path.name}: {lines} lines; does it still hold one idea?", stacklevel=1)
+    assert lines <= 400, "split it by responsibility"

@@ -111,6 +111,8 @@ def test_totals_coverage_and_buckets(config: Config) -> None:
         "comment_cut": 1,
         "comment_newline": 1,
         "comment_delimiter": 1,
+        "node_list_cut": 0,
+        "node_list_bad": 0,
     }
     details = {d["job_id"]: d["diagnosis"] for d in doc["details"]}
     assert details["8"]["summary"] == "rank 0 segfaulted" and details["7"] is None

@@ -49,6 +49,8 @@ def test_workers_count_what_one_process_counts(tmp_path) -> None:
         "comment_cut": 1,
         "comment_newline": one["input"]["comment_newline"],  # type: ignore[index]
         "comment_delimiter": one["input"]["comment_delimiter"],  # type: ignore[index]
+        "node_list_cut": 0,
+        "node_list_bad": 0,
     }
     assert one["records"]["truncated"] >= 1 and len(one["details"]) == 20  # type: ignore[arg-type,index]
 

@@ -61,6 +61,8 @@ def test_bad_input_is_counted_in_clear_buckets(tmp_path) -> None:
         "comment_cut": 1,
         "comment_newline": 1,
         "comment_delimiter": 1,
+        "node_list_cut": 0,
+        "node_list_bad": 0,
     }
     assert doc["totals"]["failed"] == 8 and doc["totals"]["coverage"]["diagnosed"] == 4
     reasons = {u["reason"]: u["job_ids"] for u in doc["totals"]["coverage"]["uncovered"]}

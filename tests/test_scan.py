@@ -107,7 +107,7 @@ def test_an_rg_that_exits_with_an_error_is_not_taken_as_no_hits(tmp_path: Path) 
     log = tmp_path / "job.out"
     log.write_text("x\n0: !!!!!!! Segfault encountered !!!!!!!\n")
     notes: list[str] = []
-    hits = scan(ResilientScanner(str(fake)), log, notes=notes)
+    hits = scan(ResilientScanner(str(fake), small_bytes=0), log, notes=notes)
     assert [h.line_no for h in hits] == [2]
     assert notes == ["ripgrep failed (exit status 2: rg: error: out of memory); the Python scanner read on from line 1"]
 
@@ -142,5 +142,25 @@ def test_an_rg_that_cannot_start_is_said_and_replaced(tmp_path: Path) -> None:
     log = tmp_path / "job.out"
     log.write_text("0: !!!!!!! Segfault encountered !!!!!!!\n")
     notes: list[str] = []
-    hits = scan(ResilientScanner(str(tmp_path / "no-such-rg")), log, notes=notes)
+    hits = scan(ResilientScanner(str(tmp_path / "no-such-rg"), small_bytes=0), log, notes=notes)
     assert [h.line_no for h in hits] == [1] and notes[0].startswith("ripgrep failed ([Errno 2]")
+
+
+def test_the_python_scan_jumps_keyword_to_keyword_and_agrees_with_rg(tmp_path: Path) -> None:
+    # Over 1 MiB chunk boundaries, lines of every length, keywords at a line's head, middle and end.
+    import random
+
+    rnd = random.Random(17)
+    lines = []
+    for i in range(60_000):
+        body = "x" * rnd.randint(0, 60)
+        kw = rnd.choice(["", "", "", "Watchdog caught", "Segfault encountered"])
+        at = rnd.randint(0, len(body))
+        lines.append(f"{i}:{body[:at]}{kw}{body[at:]}")
+    path = tmp_path / "many.out"
+    path.write_text("\n".join(lines) + "\n")
+    python, rg = scan(PythonScanner(), path), scan(RipgrepScanner(RG), path)
+    assert python == rg and len(python) > 20_000
+    start = sum(len(line) + 1 for line in lines[:29_999])  # where line 30,000 starts
+    rest = scan(PythonScanner(), path, after_line=30_000, from_offset=start)
+    assert rest == [h for h in rg if h.line_no > 30_000]

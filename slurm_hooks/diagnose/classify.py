@@ -17,8 +17,10 @@ from datetime import datetime, timezone
 
 from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose import wording
+from slurm_hooks.diagnose.bounds import job_node
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Consequences, Crash, collect_crash
+from slurm_hooks.diagnose.notes import summarise
 from slurm_hooks.diagnose.recorder import apply_flight
 from slurm_hooks.diagnose.result import Diagnosis, event_record, fault_record, iso
 from slurm_hooks.diagnose.verdict import (
@@ -177,8 +179,10 @@ def _facts(ctx: Context, node: str | None) -> tuple[NodeFacts | None, str | None
 
 def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Event]) -> Diagnosis:
     job = ctx.bundle.job
-    notes = list(timeline.notes)
-    apply_flight(ctx, v, notes)  # the dumps name the rank that never arrived (bundle flight/)
+    named, v.node = v.node, job_node(ctx.ranks.nodes, v.node)  # a name outside the job is never its root (§8.20)
+    outside = [f"{named[:64]!r} is not a node of this job; not taken as its root node"] if named and not v.node else []
+    flight_notes: list[str] = []
+    apply_flight(ctx, v, flight_notes)  # the dumps name the rank that never arrived (bundle flight/)
     summary_node = v.node
     flight_root = v.details.get("flight_recorder", {}).get("decided_root")
     if v.label in _NO_ROOT or (v.label == "nccl_timeout" and not (v.details.get("silent_ranks") or flight_root)):
@@ -186,7 +190,7 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
     elif v.node is None:
         v.node = _only_node(ctx)  # one node: it is the root whenever the label has one (§8.14)
     facts, note = _facts(ctx, v.node)
-    notes += [note] if note else []
+    notes = summarise([*timeline.notes, *flight_notes, *outside, *([note] if note else [])])
     if concurrent:
         v.details["concurrent"] = [fault_record(e) for e in concurrent]
     unique = {id(e): e for e in v.evidence}.values()

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from slurm_hooks.bundle import Bundle
+from slurm_hooks.diagnose.bounds import drop_out_of_job, job_ranks
 from slurm_hooks.diagnose.order import Order
 from slurm_hooks.diagnose.ranks import RankMap, build_rank_map
+from slurm_hooks.diagnose.witness import weak_witnesses
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event, Timeline
 
@@ -19,11 +21,16 @@ class Context:
     pack: RulePack
     order: Order
     ranks: RankMap
+    weak: frozenset[int] = frozenset()  # ids of kernel events another job may have caused (witness.py)
 
     @classmethod
     def of(cls, bundle: Bundle, timeline: Timeline, pack: RulePack) -> Context:
-        ranks = build_rank_map(timeline.events, bundle.job.nodes or _nodes_seen(bundle), pack)
-        return cls(bundle, timeline.events, pack, Order(pack.ordering.simultaneous_s), ranks)
+        nodes = bundle.job.nodes or _nodes_seen(bundle)
+        bound = job_ranks(bundle.job, nodes, timeline.events)
+        drop_out_of_job(timeline.events, bound, timeline.notes)
+        ranks = build_rank_map(timeline.events, nodes, pack, bound)
+        weak = weak_witnesses(bundle.job, timeline.events, ranks)
+        return cls(bundle, timeline.events, pack, Order(pack.ordering.simultaneous_s), ranks, weak)
 
     def has(self, ev: Event, trait: str) -> bool:
         return self.pack.has(ev.family, trait)
@@ -32,7 +39,7 @@ class Context:
         if self.has(ev, "xid"):  # one rule for every Xid; its number decides (the pack's `xid:`)
             xid = ev.field_int("xid")
             return xid is not None and self.pack.xid.is_fatal(xid, self.pack.xid_known)
-        return ev.role == "primary"
+        return ev.role == "primary" and id(ev) not in self.weak
 
     def is_symptom(self, ev: Event) -> bool:
         return ev.role == "symptom" or (self.has(ev, "xid") and not self.is_primary(ev))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from slurm_hooks.diagnose.bounds import MAX_TASKS_PER_NODE
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event
 
@@ -63,28 +64,36 @@ class RankMap:
         return self.pid_ranks.get((node, int(pid)))
 
 
-def expand_tasks(spec: str, limit: int = 100_000) -> list[int]:
-    """srun's compressed task lists: `8,10-11` -> [8, 10, 11]."""
+def expand_tasks(spec: str, limit: int = MAX_TASKS_PER_NODE, below: int = 1 << 31) -> list[int]:
+    """srun's compressed task lists: `8,10-11` -> [8, 10, 11]; at most `limit` ids (one line names
+    one node's tasks: MaxTasksPerNode), none at or past `below` (the job's ranks)."""
     out: list[int] = []
-    for part in spec.split(","):
+    for part in spec.split(",", limit):
         lo, _, hi = part.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
+        if not lo.isdigit() or (hi and not hi.isdigit()) or len(lo) > 10 or len(hi) > 10:
             continue
-        first, last = int(lo), int(hi or lo)
+        first, last = int(lo), min(int(hi or lo), below - 1)
         out.extend(range(first, min(last, first + limit) + 1))
         if len(out) >= limit:
             break
     return out[:limit]
 
 
-def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack) -> RankMap:
-    """The map, and every event's `node` and global `rank` filled in from it where the line left them open."""
+def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack, bound: int = 1 << 31) -> RankMap:
+    """The map, and every event's `node` and global `rank` filled in from it where the line left them open.
+
+    `bound`: the most ranks the job can have (diagnose/bounds.py); no number in a log goes past it.
+    """
     torchrun = any(e.local_rank is not None or "local_rank" in e.fields for e in events)
     ranks = RankMap(nodes=nodes, torchrun=torchrun)
     logs = [e for e in events if e.source.startswith("logs/")]
+    lists: set[tuple[str, str]] = set()  # a task list srun repeats for a node is expanded once
     for ev in logs:  # srun: task -> node
         if ev.node and "tasks" in ev.fields:
-            for task in expand_tasks(ev.fields["tasks"]):
+            if (ev.node, ev.fields["tasks"]) in lists:
+                continue
+            lists.add((ev.node, ev.fields["tasks"]))
+            for task in expand_tasks(ev.fields["tasks"], below=bound):
                 ranks.task_nodes.setdefault(task, ev.node)
         elif ev.node and ev.task is not None:
             ranks.task_nodes.setdefault(ev.task, ev.node)
@@ -110,7 +119,7 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack) 
                 ranks.pid_ranks.setdefault((ev.node, pid), ev.rank)
     worlds = [w for e in logs if pack.has(e.family, "world_size") and (w := e.field_int("world"))]
     seen = [e.rank for e in events if e.rank is not None] + list(ranks.rank_nodes)
-    ranks.world = max(worlds) if worlds else (max(seen) + 1 if seen else 0)
+    ranks.world = min(max(worlds) if worlds else (max(seen) + 1 if seen else 0), bound)
     for ev in logs:
         if ev.node is None and ev.rank is not None:
             ev.node = ranks.node_of(ev.rank)

@@ -10,6 +10,8 @@ from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Crash
 from slurm_hooks.timeline.events import Event
 
+MAX_LISTED = 64  # silent ranks named in `details`; `silent_rank_count` has them all
+
 _STATE_LABEL = {
     "TIMEOUT": "time_limit",
     "CANCELLED": "cancelled",
@@ -117,8 +119,13 @@ def silent_ranks(ctx: Context, symptoms: list[Event]) -> tuple[str | None, int |
     """The node of the ranks that never reported the watchdog timeout, if they sit on one (§8.8)."""
     reporters = {e.rank for e in symptoms if ctx.has(e, "watchdog") and e.rank is not None}
     world = ctx.ranks.world
-    silent = sorted(set(range(world)) - reporters) if reporters else []
-    details: dict[str, Any] = {"world_size": world, "reporting_ranks": len(reporters), "silent_ranks": silent}
+    silent = [r for r in range(world) if r not in reporters] if reporters else []  # world: at most the job's
+    details: dict[str, Any] = {
+        "world_size": world,
+        "reporting_ranks": len(reporters),
+        "silent_ranks": silent[:MAX_LISTED],
+        "silent_rank_count": len(silent),
+    }
     if not silent or len(silent) == world:
         return None, None, details
     nodes = {ctx.ranks.node_of(r) for r in silent}

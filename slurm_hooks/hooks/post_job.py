@@ -16,6 +16,7 @@ from slurm_hooks.job import JobContext, JobView
 from slurm_hooks.slurm.annotation import encode
 from slurm_hooks.slurm.client import JobRecord, SlurmError
 
+MISSING_NAMED = 8  # missing nodes named in `skipped`; the log's `missing_nodes` has them all
 ACCOUNTING_WAIT_S = 6.0  # how long the annotator retries its own job's not-yet-in-accounting record
 
 
@@ -115,11 +116,17 @@ def annotate_or_queue(entry: OutboxEntry, deps: EpilogDeps, wait_s: float) -> No
 
 
 def wait_for_parts(job_id: str, nodes: tuple[str, ...], wait_s: float, deps: EpilogDeps) -> list[str]:
-    """Wait up to `wait_s` for every node's part; the nodes still missing then."""
+    """Wait up to `wait_s` for every node's part; the nodes still missing then.
+
+    One directory listing per poll, whatever the job's size (1,152 parts are one listdir).
+    """
     deadline = deps.clock.monotonic() + wait_s
-    while not set(nodes) <= deps.spool.parts_done(job_id) and deps.clock.monotonic() < deadline:
+    wanted = set(nodes)
+    missing = wanted - deps.spool.parts_done(job_id)
+    while missing and deps.clock.monotonic() < deadline:
         deps.clock.sleep(0.2)
-    return sorted(set(nodes) - deps.spool.parts_done(job_id))
+        missing = wanted - deps.spool.parts_done(job_id)
+    return sorted(missing)
 
 
 def lead_facts(job_id: str, lead: str, deps: EpilogDeps) -> dict[str, Any]:
@@ -147,9 +154,10 @@ def analyse(job_id: str, config: Config, deps: EpilogDeps, missing: list[str]) -
             "skipped": [],
         }
     if missing:
-        result["skipped"].append(
-            f"no evidence from node(s) {', '.join(missing)} within {config.budgets.merge_wait_s:g}s"
+        named = ", ".join(missing[:MISSING_NAMED]) + (
+            f" and {len(missing) - MISSING_NAMED} more" if len(missing) > MISSING_NAMED else ""
         )
+        result["skipped"].append(f"no evidence from node(s) {named} within {config.budgets.merge_wait_s:g}s")
     return result
 
 

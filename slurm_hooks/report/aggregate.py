@@ -23,7 +23,7 @@ UNRECORDED = "(no record)"  # failed, but no record the report may trust
 SAMPLE = 100
 MAX_DAYS = 31  # days listed per root node
 _BUCKET, _LABEL, _CONFIG, _NODE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)  # of a records.Record
-_ENDED, _RACKS = itemgetter(1), itemgetter(1)  # of a read.Jobs state, of a spread
+_ENDED, _RACKS, _CUT, _BAD = itemgetter(1), itemgetter(1), itemgetter(2), itemgetter(3)  # of a state, a spread
 
 
 def _seconds() -> list[int]:  # a named factory: a Tally crosses process boundaries pickled
@@ -104,8 +104,10 @@ class Tally:
             inputs["comment_delimiter"] += "|" in comment or "\x1f" in comment
         n_nodes = cols.n_nodes  # where Slurm gave none, the node list's length
         if 0 in n_nodes:
-            n_nodes = [given or len(nodes) for given, (nodes, _) in zip(n_nodes, jobs.spreads, strict=True)]
+            n_nodes = [given or spread.size for given, spread in zip(n_nodes, jobs.spreads, strict=True)]
         inputs["no_nodes"] += n_nodes.count(0)
+        inputs["node_list_cut"] += sum(map(bool, map(_CUT, jobs.spreads)))  # names past the row's NNodes
+        inputs["node_list_bad"] += sum(map(_BAD, jobs.spreads))  # a list that does not parse
         self.records.update(map(_BUCKET, records))
         ended = list(map(_ENDED, jobs.states))
         waiting = ended.count(False)

@@ -11,12 +11,23 @@ V = TypeVar("V")
 
 
 class Memo(dict[K, V], Generic[K, V]):
-    def __init__(self, compute: Callable[[K], V], cap: int) -> None:
+    """At most `cap` answers and, when `weigh` is given, at most `budget` of their weight (bytes,
+    roughly): 300 distinct 99,999-node lists are few entries and gigabytes."""
+
+    def __init__(
+        self, compute: Callable[[K], V], cap: int, weigh: Callable[[V], int] | None = None, budget: int = 0
+    ) -> None:
         super().__init__()
-        self.compute, self.cap = compute, cap
+        self.compute, self.cap, self.weigh, self.budget = compute, cap, weigh, budget
+        self.weight = 0
 
     def __missing__(self, key: K) -> V:
-        if len(self) >= self.cap:  # a million distinct texts must not grow memory: start over
+        value = self.compute(key)
+        cost = self.weigh(value) if self.weigh else 0
+        if len(self) >= self.cap or self.weight + cost > self.budget >= cost:  # memory must not grow: start over
             self.clear()
-        value = self[key] = self.compute(key)
+            self.weight = 0
+        if cost <= self.budget or not self.weigh:  # one answer heavier than the budget is not kept at all
+            self[key] = value
+            self.weight += cost
         return value

@@ -43,7 +43,7 @@ class Counting:
     details_limit: int
 
     def reader(self) -> JobReader:
-        return JobReader(self.labels, self.rack_pattern, self.trust_comment)
+        return JobReader(self.labels, self.rack_pattern, self.trust_comment, self.filters.node)
 
     def tally(self) -> Tally:
         return Tally(self.spool, self.details_limit, self.filters.label)

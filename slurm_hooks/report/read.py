@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import NamedTuple
 
-from slurm_hooks.report.hostlist import expand
+from slurm_hooks.report.hostlist import MAX_HOSTS, expand_bounded
 from slurm_hooks.report.memo import Memo
 from slurm_hooks.report.records import Record, RecordReader
 from slurm_hooks.slurm.columns import Columns
@@ -33,6 +33,18 @@ NOT_ENDED = {
     "CONFIGURING",
 }
 _MEMO_MAX = 4096
+_SPREAD_BYTES = 64 << 20  # node names the spread memo holds, all together
+
+
+class Spread(NamedTuple):
+    """A row's node list: racks spanned, names cut past its NNodes, whether it parsed; of its names only
+    those the node filter asks for, so a row costs the same whatever its list names."""
+
+    names: tuple[str, ...]  # the list's names that the report's node filter names
+    racks: int
+    cut: int = 0
+    bad: bool = False
+    size: int = 0  # names in the list (up to its NNodes)
 
 
 class Jobs(NamedTuple):
@@ -41,7 +53,7 @@ class Jobs(NamedTuple):
     cols: Columns
     records: list[Record]
     states: list[tuple[str, bool]]  # first word of Slurm's state (`CANCELLED by 1001` -> CANCELLED), ended
-    spreads: list[tuple[tuple[str, ...], int]]  # node names, racks spanned
+    spreads: list[Spread]
 
     def select(self, keep: list[bool]) -> Jobs:
         return Jobs(
@@ -68,8 +80,8 @@ class Filters:
             (not self.partition or partition in self.partition)
             and (not self.user or user in self.user)
             and (not self.account or account in self.account)
-            and (not self.node or record.node in self.node or not self.node.isdisjoint(nodes))
-            for partition, user, account, record, (nodes, _) in zip(
+            and (not self.node or record.node in self.node or not self.node.isdisjoint(spread.names))
+            for partition, user, account, record, spread in zip(
                 cols.partition, cols.user, cols.account, jobs.records, jobs.spreads, strict=True
             )
         ]
@@ -88,11 +100,14 @@ class Racks:
 
 
 class JobReader:
-    def __init__(self, labels: tuple[str, ...], rack_pattern: str, trust_comment: bool) -> None:
+    def __init__(
+        self, labels: tuple[str, ...], rack_pattern: str, trust_comment: bool, wanted: frozenset[str] = frozenset()
+    ) -> None:
+        self.wanted = wanted  # the node filter's names
         self.records = RecordReader(labels, trust_comment)
         self.rack = Racks(rack_pattern)
         self.states = Memo(_state, _MEMO_MAX)
-        self.spreads = Memo(self._spread, _MEMO_MAX)
+        self.spreads = Memo(self._spread, _MEMO_MAX, _spread_bytes, _SPREAD_BYTES)
 
     def jobs(self, cols: Columns) -> Jobs:
         records = list(map(self.records.classify.__getitem__, cols.admin_comment))
@@ -102,12 +117,20 @@ class JobReader:
             cols,
             records,
             list(map(self.states.__getitem__, cols.state)),
-            list(map(self.spreads.__getitem__, cols.node_list)),
+            list(map(self.spreads.__getitem__, zip(cols.node_list, cols.n_nodes, strict=True))),
         )
 
-    def _spread(self, node_list: str) -> tuple[tuple[str, ...], int]:
-        names = tuple(n.lower() for n in expand(node_list))  # our record lowercases node names
-        return names, len({self.rack(n) for n in names})
+    def _spread(self, row: tuple[str, int]) -> Spread:
+        """A node list expanded no further than the row's own NNodes (more is cut and counted)."""
+        node_list, n_nodes = row
+        hosts = expand_bounded(node_list, n_nodes if n_nodes > 0 else MAX_HOSTS)
+        names = list(map(str.lower, hosts.names))  # our record lowercases node names
+        kept = tuple(n for n in names if n in self.wanted) if self.wanted else ()
+        return Spread(kept, len(set(map(self.rack, names))), hosts.cut, hosts.bad, len(names))
+
+
+def _spread_bytes(spread: Spread) -> int:
+    return 100 + sum(map(len, spread.names)) + 64 * len(spread.names)  # the text and a str object's overhead
 
 
 def _state(state: str) -> tuple[str, bool]:

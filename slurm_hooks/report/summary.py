@@ -48,7 +48,16 @@ def summarize(
         },
         "input": {
             k: t.inputs[k]
-            for k in ("rows", "unreadable_rows", "no_nodes", "comment_cut", "comment_newline", "comment_delimiter")
+            for k in (
+                "rows",
+                "unreadable_rows",
+                "no_nodes",
+                "comment_cut",
+                "comment_newline",
+                "comment_delimiter",
+                "node_list_cut",
+                "node_list_bad",
+            )
         },
         "records": {b: t.records[b] for b in BUCKETS},
         "labels": [

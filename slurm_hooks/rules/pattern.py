@@ -43,8 +43,14 @@ def compile_linear(pattern: str) -> LinearPattern:
     return compiled
 
 
+class NeedleMatch(Protocol):
+    def start(self) -> int: ...
+
+    def end(self) -> int: ...
+
+
 class BytesNeedle(Protocol):
-    def search(self, data: bytes) -> object | None: ...
+    def search(self, data: bytes, pos: int = ..., endpos: int = ...) -> NeedleMatch | None: ...
 
 
 def literal_needle(literals: list[str]) -> BytesNeedle:

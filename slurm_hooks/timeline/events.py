@@ -114,7 +114,8 @@ def _scan_log(
 def _scan_kernel(
     node: str,
     file: BundleFile,
-    pack: RulePack,
+    kernel_rules: list[Rule],
+    keywords: list[str],
     scanner: Scanner,
     ctx: ClockContext,
     window: tuple[datetime, datetime] | None,
@@ -122,11 +123,11 @@ def _scan_kernel(
     notes: list[str],
 ) -> list[Event]:
     source = file.rel
-    family_cap = FamilyCap([r for r in pack.rules if r.applies_to("kernel")], cap)
+    family_cap = FamilyCap(kernel_rules, cap)
     events: list[Event] = []
     untimed = outside = 0
     said: list[str] = []
-    for hit, rules in capped_hits(file, scanner, pack.keywords("kernel"), family_cap, said):
+    for hit, rules in capped_hits(file, scanner, keywords, family_cap, said):
         stamp, message = kernel_time(hit.text, ctx)
         matches = _matches(rules, message)
         if not matches:
@@ -186,8 +187,11 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline
     cap = bundle.limits.hits_per_family
     for file in bundle.logs:
         events += _scan_log(file, pack, scanner, ctx, cap, notes)
+    kernel_rules, keywords = [r for r in pack.rules if r.applies_to("kernel")], pack.keywords("kernel")  # once a bundle
     for node, file in sorted(bundle.kernels.items()):
-        events += _scan_kernel(node, file, pack, scanner, _node_context(bundle, node, ctx), window, cap, notes)
+        events += _scan_kernel(
+            node, file, kernel_rules, keywords, scanner, _node_context(bundle, node, ctx), window, cap, notes
+        )
 
     sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in events))}
     floor = datetime.min.replace(tzinfo=timezone.utc)

@@ -25,10 +25,17 @@ class FamilyCap:
         self.cap = cap
         self.examined: Counter[str] = Counter()
         self.cut: Counter[str] = Counter()
+        # Each keyword once, with the rules (by their place in the pack) that hold it: a line costs
+        # one substring test per distinct keyword, not one per rule and keyword.
+        self.holders: dict[str, list[int]] = {}
+        for i, rule in enumerate(self.rules):
+            for k in rule.keywords:
+                self.holders.setdefault(k, []).append(i)
 
     def candidates(self, line: str) -> list[Rule]:
         """Rules with a keyword in `line` whose family still has work left; counts the line."""
-        hit = [r for r in self.rules if any(k in line for k in r.keywords)]
+        found = {i for k, holders in self.holders.items() if k in line for i in holders}
+        hit = [self.rules[i] for i in sorted(found)]
         families = {r.family for r in hit}
         for family in families:
             if self.examined[family] >= self.cap:

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from slurm_hooks.rules.pattern import literal_needle
+from slurm_hooks.rules.pattern import BytesNeedle, literal_needle
 
 MAX_LINE = 8192  # default bytes of one line we keep (config `limits.line_bytes`); the rest is dropped
 RG_MEMORY = 128 << 20  # address space of the rg child: a 2 GiB line aborts it instead of filling RAM
 _CHUNK = 1 << 20
+SMALL_FILE = 1 << 20  # bytes up to which a file is scanned in-process: a kernel log, a node's short log
 _SNIFF = 1 << 16
 
 
@@ -142,12 +143,17 @@ class PythonScanner:
 
     def __init__(self, line_bytes: int = MAX_LINE) -> None:
         self.line_bytes = line_bytes
+        self.needles: dict[tuple[str, ...], BytesNeedle] = {}  # a bundle's 1,152 kernel logs share one
 
     def scan(
         self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0, from_offset: int = 0
     ) -> Iterator[Hit]:
         """Hits after line `after_line`, reading from `from_offset` (the start of that line)."""
-        needle = literal_needle(list(keywords))
+        key = tuple(keywords)
+        if (needle := self.needles.get(key)) is None:
+            if len(self.needles) >= 8:  # a few keyword sets in a run (each kind, each after a flood)
+                self.needles.clear()
+            needle = self.needles[key] = literal_needle(list(keywords))
         term = line_terminator(fh)
         fh.seek(from_offset)
         line_no, offset, keep = max(after_line - 1, 0), from_offset, self.line_bytes
@@ -161,7 +167,17 @@ class PythonScanner:
                     continue
                 skipping, start = False, end + 1
             last = buf.rfind(term)
-            if last >= start and needle.search(buf[start : last + 1]) is None:  # no keyword: count lines only
+            # Whole lines: from keyword to keyword (RE2 over the buffer), counting the lines between;
+            # the work is the hits', not the lines'.
+            while last >= start and (m := needle.search(buf, start, last + 1)) is not None:
+                head = buf.rfind(term, start, m.start()) + 1 or start
+                end = buf.find(term, m.start())
+                line_no += buf.count(term, start, head) + 1
+                raw = buf[head : min(end, head + keep)]
+                if line_no > after_line and (m.end() <= head + keep or needle.search(raw)):
+                    yield Hit(line_no, offset + head, decode(raw))
+                start = end + 1
+            if last >= start:
                 line_no += buf.count(term, start, last + 1)
                 start = last + 1
             while (end := buf.find(term, start)) >= 0 or len(buf) - start > keep:
@@ -179,16 +195,19 @@ class PythonScanner:
 
 
 class ResilientScanner:
-    """ripgrep where it can answer; the Python scanner where it cannot, said in `notes`."""
+    """ripgrep where it can answer and pays off; the Python scanner where it cannot (said in `notes`)
+    and for small files, where starting a process costs more than the scan (bench/scale.py)."""
 
-    def __init__(self, rg: str | None, line_bytes: int = MAX_LINE) -> None:
+    def __init__(self, rg: str | None, line_bytes: int = MAX_LINE, small_bytes: int = SMALL_FILE) -> None:
         self.rg = RipgrepScanner(rg, line_bytes) if rg else None
         self.python = PythonScanner(line_bytes)
+        self.small_bytes = small_bytes
 
     def scan(
         self, fh: BinaryIO, keywords: Sequence[str], notes: list[str], after_line: int = 0, from_offset: int = 0
     ) -> Iterator[Hit]:
-        if self.rg is None or line_terminator(fh) != b"\n":
+        small = os.fstat(fh.fileno()).st_size - from_offset <= self.small_bytes
+        if self.rg is None or small or line_terminator(fh) != b"\n":
             yield from self.python.scan(fh, keywords, notes, after_line, from_offset)
             return
         try:

@@ -1,0 +1,151 @@
+"""A synthetic GB200 job of N nodes as a bundle, like the ones that broke the seed at scale (issue 17).
+
+4 ranks per node; NCCL INFO lines at start; rank 0 starts a checkpoint save; one rank segfaults
+in crc32_16bytes during it (faulthandler dump, srun's line, the kernel's line with its pid);
+every other rank then logs a watchdog timeout and a 12-frame traceback; every node's kernel
+log holds 200 lines (boot noise, link and peermem lines, a few outside the job's window).
+Used by bench/scale.py at full size and by the tests at a size CI can afford.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+RANKS_PER_NODE = 4
+KERNEL_LINES = 200
+BOOT = "2026-11-15T14:26:00+00:00"  # kernel stamps are seconds since this
+START_S = 1_000_000  # the job's start, in seconds since boot (2026-11-27 04:12:40 UTC)
+
+
+@dataclass(frozen=True)
+class Expected:
+    label: str
+    root_node: str
+    root_rank: int
+
+
+def node_names(n: int) -> list[str]:
+    """gb-rRR-cCC, 18 nodes to a rack (an NVL72 rack of GB200 trays)."""
+    return [f"gb-r{i // 18 + 1:03d}-c{i % 18 + 1:02d}" for i in range(n)]
+
+
+def _stamp(s: int) -> str:
+    """Job-log clock for `s` seconds after the job's start (04:12:40 UTC)."""
+    total = 4 * 3600 + 12 * 60 + 40 + s
+    return f"{total // 3600:02d}:{total // 60 % 60:02d}:{total % 60:02d}"
+
+
+def _job_log(nodes: list[str], crashed: int) -> str:
+    ranks = len(nodes) * RANKS_PER_NODE
+    out = [
+        f"==== job 7700{len(nodes)} (llama-405b-pretrain) on {len(nodes)} nodes, {ranks} tasks ====",
+        f" 0: using world size: {ranks}, data-parallel size: {ranks // 4}, tensor-model-parallel size: 4",
+    ]
+    for r in range(ranks):
+        host, pid = nodes[r // RANKS_PER_NODE], 41000 + r % RANKS_PER_NODE
+        for ch in range(3):
+            out.append(f"{r:>5}: {host}:{pid}:{pid} [{r % 4}] NCCL INFO Channel {ch:02d}/0 : {r} -> {(r + 1) % ranks}")
+        out.append(f"{r:>5}: {host}:{pid}:{pid} [{r % 4}] NCCL INFO comm 0x5 rank {r} nranks {ranks} - Init COMPLETE")
+    for r in range(ranks):
+        out.append(f"{r:>5}:  [2026-11-27 {_stamp(600 + r % 50)}] iteration     2000/  100000 | lm loss: 2.37 |")
+    out.append(
+        f"    0:  [2026-11-27 {_stamp(700)}] saving checkpoint at iteration 2000 to /lustre/ckpt in torch format"
+    )
+    out += [
+        f"{crashed:>5}: !!!!!!! Segfault encountered !!!!!!!",
+        f'{crashed:>5}:   File "<unknown>", line 0, in __kernel_rt_sigreturn',
+        f'{crashed:>5}:   File "<unknown>", line 0, in crc32_16bytes(void const*, unsigned long, unsigned int)',
+        f'{crashed:>5}:   File "<unknown>", line 0, in mz_crc32',
+        f'{crashed:>5}:   File "<unknown>", line 0, in mz_zip_writer_add_mem_ex_v2',
+        f"srun: error: {nodes[crashed // RANKS_PER_NODE]}: task {crashed}: Segmentation fault (core dumped)",
+    ]
+    for r in range(ranks):
+        if r == crashed:
+            continue
+        s = _stamp(1310 + r % 40)
+        out.append(
+            f"{r:>5}: [rank{r}]:[E1127 {s}.029249286 ProcessGroupNCCL.cpp:685] [Rank {r % 8}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum=9120, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            f"Timeout(ms)=600000) ran for 600040 milliseconds before timing out."
+        )
+        out.append(f"{r:>5}: Traceback (most recent call last):")
+        for f in range(12):
+            out.append(f'{r:>5}:   File "/opt/megatron/megatron/training/training.py", line {100 + f}, in step_{f}')
+        out.append(
+            f"{r:>5}: torch.distributed.DistBackendError: [Rank {r % 8}] Watchdog caught collective operation timeout"
+        )
+    for i in range(len(nodes)):
+        first = i * RANKS_PER_NODE
+        if first <= crashed < first + RANKS_PER_NODE:
+            others = [t for t in range(first, first + RANKS_PER_NODE) if t != crashed]
+            tasks = ",".join(str(t) for t in others)
+            out.append(f"srun: error: {nodes[i]}: tasks {tasks}: Aborted (core dumped)")
+        else:
+            out.append(f"srun: error: {nodes[i]}: tasks {first}-{first + RANKS_PER_NODE - 1}: Aborted (core dumped)")
+    return "\n".join(out) + "\n"
+
+
+def _kernel_log(node: str, crashed_here: int | None) -> str:
+    lines = [f"[   25.17{i:04d}] NVRM: loading NVIDIA UNIX Open Kernel Module for aarch64  580.95.05" for i in range(4)]
+    lines += [f"[   31.27{i:04d}] mlx5_core 0000:0{i}:00.0 mlx5_{i}: Port: 1 Link ACTIVE" for i in range(4)]
+    t = START_S + 60
+    while len(lines) < KERNEL_LINES - 1:
+        n = len(lines)
+        if n % 3 == 0:
+            lines.append(f"[{t + n}.283496] nvidia-peermem nv_get_p2p_free_callback:127 ERROR detected invalid context")
+        elif n % 3 == 1:
+            lines.append(f"[{t + n}.100000] systemd-journald[812]: Data hash table of /var/log/journal is full")
+        else:
+            lines.append(f"[{t + n}.200000] audit: type=1400 audit({t}.1:{n}): apparmor=ALLOWED operation=open")
+    if crashed_here is not None:
+        lines.append(
+            f"[{START_S + 701}.512000] pt_autograd_0[{41000 + crashed_here % RANKS_PER_NODE}]: segfault at "
+            "ffff8d2e0000 ip 0000ffffa3c2f1d4 sp 0000ffff2bfe9a40 error 4 in libtorch_cpu.so[ffffa1000000+4000000]"
+        )
+    else:
+        lines.append(f"[{START_S + 702}.000000] mlx5_core 0000:00:00.0 mlx5_0: Port: 1 Link ACTIVE")
+    return "\n".join(lines) + "\n"
+
+
+def make_bundle(root: Path, n_nodes: int) -> Expected:
+    """Write the bundle of an `n_nodes` job under `root` (created); what a diagnosis must answer."""
+    nodes = node_names(n_nodes)
+    ranks = n_nodes * RANKS_PER_NODE
+    crashed = ranks * 3 // 4 + 1  # a node far from the batch host, not its first rank
+    for part in ("logs", "nodes", "kernel"):
+        (root / part).mkdir(parents=True, exist_ok=True)
+    (root / "job.json").write_text(
+        json.dumps(
+            {
+                "job_id": f"7700{n_nodes}",
+                "state": "FAILED",
+                "exit_code": "1:0",
+                "derived_exit_code": "0:11",
+                "start_time": "2026-11-27T04:12:40+00:00",
+                "end_time": "2026-11-27T04:40:00+00:00",
+                "nodes": nodes,
+                "batch_host": nodes[0],
+                "timezone": "UTC",
+                "log_timezone": "UTC",
+            }
+        )
+    )
+    (root / "logs" / "job.out").write_text(_job_log(nodes, crashed))
+    for i, node in enumerate(nodes):
+        facts = {
+            "node": node,
+            "driver_version": "580.95.05",
+            "cdmm": "on",
+            "ncore_version": "3.6.2",
+            "gpu_model": "NVIDIA GB200",
+            "gpu_count": RANKS_PER_NODE,
+            "arch": "aarch64",
+            "timezone": "UTC",
+            "boot_time": BOOT,
+        }
+        (root / "nodes" / f"{node}.json").write_text(json.dumps(facts))
+        here = crashed if i == crashed // RANKS_PER_NODE else None
+        (root / "kernel" / f"{node}.log").write_text(_kernel_log(node, here))
+    return Expected("cdmm_checkpoint_segfault", nodes[crashed // RANKS_PER_NODE], crashed)
