@@ -30,6 +30,10 @@ def _check(path: Path, pack) -> None:
         assert [c["node"] for c in got.details.get("concurrent", [])] == expected["concurrent"]
     if "facts" in expected:
         assert got.facts == expected["facts"]
+    if "masked_by_exit" in expected:  # a crash in a job Slurm records COMPLETED 0:0 (§8.21)
+        assert ("masked_by_exit" in got.details) == expected["masked_by_exit"], got.details
+    if "crashed_process" in expected:
+        assert got.details.get("crashed_process") == expected["crashed_process"], got.details
     if "advice_has" in expected:
         assert any(expected["advice_has"] in line for line in got.advice), got.advice
     assert got.summary and got.advice

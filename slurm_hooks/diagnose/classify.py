@@ -54,9 +54,11 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
             verdict = Verdict("completed", "success", None, None, None, [], details={"ignored_events": ignored})
             return _assemble(ctx, timeline, verdict, [])
 
-    first_symptom = symptoms[0] if symptoms else None
+    # A survivor's word that its peer went away bounds nothing: the peer's fault is its cause.
+    bounding = [e for e in symptoms if not ctx.has(e, "peer_lost")]
+    first_symptom = bounding[0] if bounding else None
     fault, concurrent = _first_fault(ctx, primaries, first_symptom)
-    after = seen(ctx, first_symptom)
+    after = seen(ctx, symptoms[0] if symptoms else None)
     if fault is not None and ctx.has(fault, "crash"):
         crash = collect_crash(ctx, fault)
         if crash.rank is None:

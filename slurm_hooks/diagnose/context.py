@@ -23,7 +23,9 @@ class Context:
     @classmethod
     def of(cls, bundle: Bundle, timeline: Timeline, pack: RulePack) -> Context:
         ranks = build_rank_map(timeline.events, bundle.job.nodes or _nodes_seen(bundle), pack)
-        return cls(bundle, timeline.events, pack, Order(pack.ordering.simultaneous_s), ranks)
+        outside = {id(e) for e in ranks.outside}
+        events = [e for e in timeline.events if id(e) not in outside]
+        return cls(bundle, events, pack, Order(pack.ordering.simultaneous_s), ranks)
 
     def has(self, ev: Event, trait: str) -> bool:
         return self.pack.has(ev.family, trait)

@@ -47,6 +47,7 @@ class RankMap:
     entries: list[TorchrunEntry] = field(default_factory=list)
     world: int = 0
     names: NodeNames = field(default_factory=lambda: NodeNames(()))
+    outside: list[Event] = field(default_factory=list)  # srun lines naming a node outside the job: no evidence
 
     def node_of(self, rank: int | None) -> str | None:
         if rank is None:
@@ -94,17 +95,26 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack) 
         if pack.has(ev.family, "host_address"):
             names.learn_address(ev.fields.get("ip", ""), ev.node)
     for ev in logs:
-        ev.node = names.canonical(ev.node) or (nodes[0] if len(nodes) == 1 else None)
+        named = ev.node
+        ev.node = names.canonical(named) or (nodes[0] if len(nodes) == 1 else None)
+        if named and ev.node is None and "tasks" in ev.fields:
+            ranks.outside.append(ev)  # srun's word on a node that is not the job's: printed by the job
+    gone = {id(e) for e in ranks.outside}
+    events, logs = [e for e in events if id(e) not in gone], [e for e in logs if id(e) not in gone]
     for ev in logs:  # srun: task -> node
         if ev.node and "tasks" in ev.fields:
             for task in expand_tasks(ev.fields["tasks"]):
                 ranks.task_nodes.setdefault(task, ev.node)
         elif ev.node and ev.task is not None:
             ranks.task_nodes.setdefault(ev.task, ev.node)
+    agents = {e.task for e in logs if e.task is not None}
+    if torchrun and len(nodes) > 1 and agents and max(agents) < len(nodes):
+        for task in agents:  # one torchrun agent per node: srun's block distribution puts task i on node i
+            ranks.task_nodes.setdefault(task, nodes[task])
     for ev in logs:
         if ev.node is None and ev.task is not None:
             ev.node = ranks.task_nodes.get(ev.task)
-        if ev.rank is None and not torchrun:
+        if ev.rank is None and not torchrun and ev.fields.get("speaker") != "slurmstepd":
             tasks = expand_tasks(ev.fields["tasks"], limit=2) if "tasks" in ev.fields else []
             ev.rank = tasks[0] if len(tasks) == 1 else ev.task
     ranks.entries = _torchrun_entries([e for e in logs if pack.has(e.family, "torchrun_entry")])
