@@ -6,6 +6,7 @@ import textwrap
 from typing import Any
 
 from slurm_hooks.diagnose.result import Diagnosis
+from slurm_hooks.timeline.noise import printable
 
 _FACT_KEYS = ("node", "gpu_model", "driver_version", "cuda_driver_version", "cdmm", "ncore_version", "arch")
 
@@ -39,4 +40,5 @@ def to_text(d: Diagnosis, width: int = 100) -> str:
             out += textwrap.wrap(line, width, initial_indent=f"  {i}. ", subsequent_indent="     ")
     if d.skipped:
         out += ["", "skipped:"] + [f"  - {s}" for s in d.skipped]
-    return "\n".join(out) + "\n"
+    # Log text (lines, file names in notes) is the user's: no escape byte reaches a terminal (§8.24).
+    return "\n".join(printable(line) for line in out) + "\n"

@@ -210,6 +210,8 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
     notes = list(timeline.notes) + ([note] if note else [])
     if concurrent:
         v.details["concurrent"] = [fault_record(e) for e in concurrent]
+    if ctx.offsets:
+        v.details["clock_offsets_s"] = {n: round(o.total_seconds(), 3) for n, o in sorted(ctx.offsets.items())}
     unique = {id(e): e for e in v.evidence}.values()
     ordered = sorted(unique, key=lambda e: (e.when or _FLOOR, e.source, e.line_no))
     first_fault = fault_record(v.fault) if v.fault is not None else None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose.order import Order
 from slurm_hooks.diagnose.ranks import RankMap, build_rank_map
+from slurm_hooks.diagnose.skew import correct, node_offsets
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event, Timeline
 
@@ -19,13 +20,15 @@ class Context:
     pack: RulePack
     order: Order
     ranks: RankMap
+    offsets: dict[str, timedelta] = field(default_factory=dict)  # nodes whose clocks run off the first's (§8.22)
 
     @classmethod
     def of(cls, bundle: Bundle, timeline: Timeline, pack: RulePack) -> Context:
         ranks = build_rank_map(timeline.events, bundle.job.nodes or _nodes_seen(bundle), pack)
         outside = {id(e) for e in ranks.outside}
         events = [e for e in timeline.events if id(e) not in outside]
-        return cls(bundle, events, pack, Order(pack.ordering.simultaneous_s), ranks)
+        offsets = node_offsets(events, pack, ranks.nodes)
+        return cls(bundle, correct(events, offsets), pack, Order(pack.ordering.simultaneous_s), ranks, offsets)
 
     def has(self, ev: Event, trait: str) -> bool:
         return self.pack.has(ev.family, trait)

@@ -53,6 +53,7 @@ TRAITS = frozenset(
         "crash_stack",  # faulthandler's stack header: after a crash line, it proves the crash (§8.21)
         "pid_rank",  # a line that says which pid is which rank (NCCL Init COMPLETE, DeepSpeed spawn, §8.18)
         "host_address",  # a line that says which address is which host (§8.20)
+        "sync_point",  # a line every node prints at one instant: node clock offsets come from these (§8.22)
         "peer_lost",  # a rank saw a peer go away: the consequence of a fault elsewhere, never a bound on it
     }
 )
