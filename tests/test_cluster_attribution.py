@@ -18,7 +18,10 @@ from tests import devcluster as dc
 pytestmark = pytest.mark.slurm
 SPOOL = Path("/var/spool/slurm-hooks")
 FOUR_NODES = "-p multi -N4 -n8 --overcommit"
+# Rank 0 says the world size, as training scripts do (Megatron's `using world size: N`): in a job
+# whose wrapper hid every srun error line, that and srun's block distribution place a rank.
 CRASH = (
+    '[ "$SLURM_PROCID" = 0 ] && echo "using world size: $SLURM_NTASKS"\n'
     'if [ "$SLURM_PROCID" = "$CRASH_RANK" ]; then python3 -X faulthandler -c "import ctypes; ctypes.string_at(0)"; '
     "else sleep 1; fi"
 )

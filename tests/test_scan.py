@@ -144,3 +144,13 @@ def test_an_rg_that_cannot_start_is_said_and_replaced(tmp_path: Path) -> None:
     notes: list[str] = []
     hits = scan(ResilientScanner(str(tmp_path / "no-such-rg")), log, notes=notes)
     assert [h.line_no for h in hits] == [1] and notes[0].startswith("ripgrep failed ([Errno 2]")
+
+
+@pytest.mark.parametrize("scanner", [PythonScanner(), RipgrepScanner(RG)], ids=["python", "rg"])
+def test_a_keyword_in_a_long_lines_tail_is_found_with_the_tail_kept(scanner, tmp_path: Path) -> None:
+    """A progress bar redrawn with `\\r` for 50 KiB, then a crash header on the same line (§8.24)."""
+    path = tmp_path / "bar.out"
+    path.write_bytes(b"3: " + b"45%|####   |\r" * 4000 + b"Fatal Python error: Segmentation fault\nnext\n")
+    hits = scan(scanner, path, ["Fatal Python error"])
+    assert len(hits) == 1 and hits[0].line_no == 1 and len(hits[0].text) <= MAX_LINE
+    assert hits[0].text.startswith("3: 45%") and hits[0].text.endswith("\rFatal Python error: Segmentation fault")

@@ -23,6 +23,8 @@ from typing import BinaryIO, Protocol
 from slurm_hooks.rules.pattern import literal_needle
 
 MAX_LINE = 8192  # default bytes of one line we keep (config `limits.line_bytes`); the rest is dropped
+TAIL_SEARCH = 64 << 20  # bytes read past a long line's head for its tail; a longer line keeps its head only
+_OMITTED = b" [... omitted end of long line]"  # what rg prints after the head of a line past --max-columns
 RG_MEMORY = 128 << 20  # address space of the rg child: a 2 GiB line aborts it instead of filling RAM
 _CHUNK = 1 << 20
 _SNIFF = 1 << 16
@@ -50,6 +52,40 @@ class ScanFailed(Exception):
 
 def decode(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def line_tail(fh: BinaryIO, offset: int, keep: int, term: bytes = b"\n") -> bytes:
+    """The last `keep` bytes of the over-long line that starts at `offset`, read with pread (the file's
+    offset stays where its reader, perhaps rg, left it). A crash header may sit in a long line's tail,
+    after a progress bar's last `\r` (log-signatures §8.24); b"" past TAIL_SEARCH or without a file."""
+    try:
+        fd = fh.fileno()
+    except (AttributeError, OSError, ValueError):
+        return b""
+    pos, tail = offset + keep, b""
+    while pos - offset < TAIL_SEARCH:
+        chunk = os.pread(fd, _CHUNK, pos)
+        if not chunk:
+            return tail
+        end = chunk.find(term)
+        tail = (tail + (chunk if end < 0 else chunk[:end]))[-keep:]
+        if end >= 0:
+            return tail
+        pos += len(chunk)
+    return b""
+
+
+def tail_bytes(keep: int) -> int:
+    """Of the `keep` bytes kept of an over-long line, how many are its tail (the rest is its head)."""
+    return keep // 4
+
+
+def with_tail(head: bytes, tail: bytes, keep: int) -> str:
+    """Head and tail of a long line as one text of at most `keep` bytes, the tail read as a `\r`
+    segment of its own."""
+    if not tail:
+        return decode(head[:keep])
+    return decode(head[: max(keep - len(tail) - 1, 0)]) + "\r" + decode(tail)
 
 
 def line_terminator(fh: BinaryIO) -> bytes:
@@ -124,7 +160,12 @@ class RipgrepScanner:
                             and parts[1].isdigit()
                             and (line_no := base + int(parts[0])) > after_line
                         ):
-                            yield Hit(line_no, from_offset + int(parts[1]), decode(parts[2][: self.line_bytes]))
+                            at, text = from_offset + int(parts[1]), parts[2].rstrip(b"\r\n")
+                            tail = b""
+                            if text.endswith(_OMITTED):  # a long line: its keyword may be in the tail
+                                keep = tail_bytes(self.line_bytes)
+                                text, tail = text[: -len(_OMITTED)], line_tail(fh, at, keep)
+                            yield Hit(line_no, at, with_tail(text, tail, self.line_bytes))
                     finished = True
                 finally:
                     if not finished:
@@ -167,8 +208,12 @@ class PythonScanner:
             while (end := buf.find(term, start)) >= 0 or len(buf) - start > keep:
                 line_no += 1
                 raw = buf[start : min(end, start + keep) if end >= 0 else start + keep]
-                if line_no > after_line and needle.search(raw):
-                    yield Hit(line_no, offset + start, decode(raw))
+                if end >= 0:  # the line's end is in the buffer: its tail too, when it is longer than `keep`
+                    tail = buf[max(end - tail_bytes(keep), start + keep) : end] if end - start > keep else b""
+                else:
+                    tail = line_tail(fh, offset + start, tail_bytes(keep), term) if line_no > after_line else b""
+                if line_no > after_line and (needle.search(raw) or needle.search(tail)):
+                    yield Hit(line_no, offset + start, with_tail(raw, tail, keep))
                 if end < 0:  # over-long line: the rest of it is read, never kept
                     skipping, start = True, len(buf)
                     break
