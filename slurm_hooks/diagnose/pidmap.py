@@ -66,8 +66,6 @@ def build_pid_map(
 
 
 def rank_of(pids: dict[PidKey, int], node: str | None, pid: int | None) -> int | None:
-    """The rank of `pid` on `node`; a line that named no node speaks for a pid on any one."""
-    if pid is None:
-        return None
-    found = pids.get((node, pid))
-    return found if found is not None else pids.get((None, pid))
+    """The rank of `pid` on `node`. Pids repeat across nodes: a line that placed its pid on no node
+    speaks only for a kernel line that is on no node either."""
+    return None if pid is None else pids.get((node, pid))

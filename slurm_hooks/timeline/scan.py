@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from slurm_hooks.rules.pattern import literal_needle
+from slurm_hooks.timeline.longlines import decode, line_tail, tail_bytes, with_tail
 
 MAX_LINE = 8192  # default bytes of one line we keep (config `limits.line_bytes`); the rest is dropped
-TAIL_SEARCH = 64 << 20  # bytes read past a long line's head for its tail; a longer line keeps its head only
 _OMITTED = b" [... omitted end of long line]"  # what rg prints after the head of a line past --max-columns
 RG_MEMORY = 128 << 20  # address space of the rg child: a 2 GiB line aborts it instead of filling RAM
 _CHUNK = 1 << 20
@@ -48,44 +48,6 @@ class Scanner(Protocol):
 
 class ScanFailed(Exception):
     """ripgrep ended with an error (status >= 2, or a signal): its answer is incomplete."""
-
-
-def decode(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace").rstrip("\r\n")
-
-
-def line_tail(fh: BinaryIO, offset: int, keep: int, term: bytes = b"\n") -> bytes:
-    """The last `keep` bytes of the over-long line that starts at `offset`, read with pread (the file's
-    offset stays where its reader, perhaps rg, left it). A crash header may sit in a long line's tail,
-    after a progress bar's last `\r` (log-signatures §8.24); b"" past TAIL_SEARCH or without a file."""
-    try:
-        fd = fh.fileno()
-    except (AttributeError, OSError, ValueError):
-        return b""
-    pos, tail = offset + keep, b""
-    while pos - offset < TAIL_SEARCH:
-        chunk = os.pread(fd, _CHUNK, pos)
-        if not chunk:
-            return tail
-        end = chunk.find(term)
-        tail = (tail + (chunk if end < 0 else chunk[:end]))[-keep:]
-        if end >= 0:
-            return tail
-        pos += len(chunk)
-    return b""
-
-
-def tail_bytes(keep: int) -> int:
-    """Of the `keep` bytes kept of an over-long line, how many are its tail (the rest is its head)."""
-    return keep // 4
-
-
-def with_tail(head: bytes, tail: bytes, keep: int) -> str:
-    """Head and tail of a long line as one text of at most `keep` bytes, the tail read as a `\r`
-    segment of its own."""
-    if not tail:
-        return decode(head[:keep])
-    return decode(head[: max(keep - len(tail) - 1, 0)]) + "\r" + decode(tail)
 
 
 def line_terminator(fh: BinaryIO) -> bytes:
