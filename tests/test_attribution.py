@@ -77,3 +77,20 @@ def test_every_source_of_the_pid_map(pack: RulePack) -> None:
     assert rank_of(pids, "n2", 40546) == 6  # node_rank 1 x 4 local + local rank 2
     assert rank_of(pids, "n1", 61234) == 3 and rank_of(pids, "n1", 700) == 0
     assert rank_of(pids, "n1", 8802) is None  # the same pid on another node is another process
+
+
+def test_node_offsets_come_from_shared_moments_and_ignore_noise(pack: RulePack) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from slurm_hooks.diagnose.skew import node_offsets
+
+    def init(node: str, pid: int, second: float, comm: str) -> Event:
+        text = f"{node}:{pid}:1 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 commId {comm} - Init COMPLETE"
+        ev = event("nccl_init_rank", text, pack)
+        ev.time = datetime(2026, 4, 2, 9, 0, tzinfo=timezone.utc) + timedelta(seconds=second)
+        return ev
+
+    events = [init("a", 1, 0, "0x1"), init("b", 2, 30, "0x1"), init("c", 3, 1, "0x1"), init("a", 1, 60, "0x2")]
+    events.append(init("b", 2, 91, "0x2"))
+    offsets = node_offsets(events, pack, ("a", "b", "c"))
+    assert offsets == {"b": timedelta(seconds=30.5)}  # c's 1 s is within simultaneous_s: noise

@@ -50,6 +50,8 @@ def test_own_bundles_cover_every_label() -> None:
     labels = {json.loads((p / "expected.json").read_text())["label"] for p in OWN}
     assert labels == set(LABELS)
     assert len(OWN) >= 30  # 18 from the first engine, 13 for diagnosis v2 (issue 7)
+    recorded = [p for p in OWN if "recorded" in json.loads((p / "expected.json").read_text())]
+    assert len(recorded) >= 8  # real torch jobs on the dev cluster (tests/recordings, issue 18)
 
 
 @pytest.mark.skipif(not SHARED, reason="../shared/scenarios is not beside this checkout")

@@ -95,10 +95,11 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack) 
         if pack.has(ev.family, "host_address"):
             names.learn_address(ev.fields.get("ip", ""), ev.node)
     for ev in logs:
-        named = ev.node
-        ev.node = names.canonical(named) or (nodes[0] if len(nodes) == 1 else None)
+        named, ev.node = ev.node, names.canonical(ev.node)
         if named and ev.node is None and "tasks" in ev.fields:
             ranks.outside.append(ev)  # srun's word on a node that is not the job's: printed by the job
+        elif ev.node is None and len(nodes) == 1:
+            ev.node = nodes[0]
     gone = {id(e) for e in ranks.outside}
     events, logs = [e for e in events if id(e) not in gone], [e for e in logs if id(e) not in gone]
     for ev in logs:  # srun: task -> node
