@@ -94,3 +94,19 @@ def test_node_offsets_come_from_shared_moments_and_ignore_noise(pack: RulePack) 
     events.append(init("b", 2, 91, "0x2"))
     offsets = node_offsets(events, pack, ("a", "b", "c"))
     assert offsets == {"b": timedelta(seconds=30.5)}  # c's 1 s is within simultaneous_s: noise
+
+
+def test_launcher_prefixes_are_rule_data_an_operator_can_replace(tmp_path) -> None:
+    import pytest
+
+    from slurm_hooks.rules import RulePackError, load_rule_pack
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("launchers: ['^(unclosed']\n")
+    with pytest.raises(RulePackError, match="launchers"):
+        load_rule_pack([bad], strict=True)
+    own = tmp_path / "own.yaml"
+    own.write_text("launchers: ['^<(?P<host>[a-z0-9-]+)> ']\n")
+    pack = load_rule_pack([own], strict=True)
+    pre = strip_prefixes("<n2> srun: error: x", pack.launchers, NodeNames(("n1", "n2")).canonical)
+    assert (pre.host, pre.body) == ("n2", "srun: error: x")
