@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from slurm_hooks.diagnose.result import Diagnosis
+from slurm_hooks.timeline.noise import printable
 
 _FACT_KEYS = ("node", "gpu_model", "driver_version", "cuda_driver_version", "cdmm", "ncore_version", "arch")
 NOT_READ = "not read"
@@ -58,7 +59,8 @@ def to_text(d: Diagnosis, width: int = 100) -> str:
         out += ["", "skipped:"]
         for s in d.skipped:
             out += textwrap.wrap(s, width, initial_indent="  - ", subsequent_indent="    ")
-    return "\n".join(out) + "\n"
+    # Log text (lines, file names in notes) is the user's: no escape byte reaches a terminal (§8.24).
+    return "\n".join(printable(line) for line in out) + "\n"
 
 
 def as_text(value: Any) -> str:

@@ -30,6 +30,10 @@ def _check(path: Path, pack) -> None:
         assert [c["node"] for c in got.details.get("concurrent", [])] == expected["concurrent"]
     if "facts" in expected:
         assert got.facts == expected["facts"]
+    if "masked_by_exit" in expected:  # a crash in a job Slurm records COMPLETED 0:0 (§8.21)
+        assert ("masked_by_exit" in got.details) == expected["masked_by_exit"], got.details
+    if "crashed_process" in expected:
+        assert got.details.get("crashed_process") == expected["crashed_process"], got.details
     if "advice_has" in expected:
         assert any(expected["advice_has"] in line for line in got.advice), got.advice
     assert got.summary and got.advice
@@ -46,6 +50,8 @@ def test_own_bundles_cover_every_label() -> None:
     labels = {json.loads((p / "expected.json").read_text())["label"] for p in OWN}
     assert labels == set(LABELS)
     assert len(OWN) >= 30  # 18 from the first engine, 13 for diagnosis v2 (issue 7)
+    recorded = [p for p in OWN if "recorded" in json.loads((p / "expected.json").read_text())]
+    assert len(recorded) >= 8  # real torch jobs on the dev cluster (tests/recordings, issue 18)
 
 
 @pytest.mark.skipif(not SHARED, reason="../shared/scenarios is not beside this checkout")

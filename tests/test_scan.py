@@ -164,3 +164,13 @@ def test_the_python_scan_jumps_keyword_to_keyword_and_agrees_with_rg(tmp_path: P
     start = sum(len(line) + 1 for line in lines[:29_999])  # where line 30,000 starts
     rest = scan(PythonScanner(), path, after_line=30_000, from_offset=start)
     assert rest == [h for h in rg if h.line_no > 30_000]
+
+
+@pytest.mark.parametrize("scanner", [PythonScanner(), RipgrepScanner(RG)], ids=["python", "rg"])
+def test_a_keyword_in_a_long_lines_tail_is_found_with_the_tail_kept(scanner, tmp_path: Path) -> None:
+    """A progress bar redrawn with `\\r` for 50 KiB, then a crash header on the same line (§8.24)."""
+    path = tmp_path / "bar.out"
+    path.write_bytes(b"3: " + b"45%|####   |\r" * 4000 + b"Fatal Python error: Segmentation fault\nnext\n")
+    hits = scan(scanner, path, ["Fatal Python error"])
+    assert len(hits) == 1 and hits[0].line_no == 1 and len(hits[0].text) <= MAX_LINE
+    assert hits[0].text.startswith("3: 45%") and hits[0].text.endswith("\rFatal Python error: Segmentation fault")

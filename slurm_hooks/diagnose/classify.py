@@ -1,6 +1,8 @@
 """Timeline + node facts -> Diagnosis, in the order of log-signatures §8.
 
-1. A job Slurm reports COMPLETED 0:0 succeeded, whatever its logs say.
+1. A job Slurm reports COMPLETED 0:0 succeeded, whatever its logs say, unless its launcher or
+   runtime proves a task crashed (a wrapper swallowed it, §8.21): then the crash decides, and
+   `details.masked_by_exit` says Slurm saw success.
 2. Primary events (crashes, fatal Xids, OOM kills, link failures, Slurm ending the job) before
    the first symptom's report are the candidates; crashes in NCCL teardown are consequences.
    Of faults the clocks cannot order, the earliest estimate wins; the others are listed under
@@ -19,7 +21,7 @@ from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose import wording
 from slurm_hooks.diagnose.bounds import job_node
 from slurm_hooks.diagnose.context import Context
-from slurm_hooks.diagnose.crash import Consequences, Crash, collect_crash
+from slurm_hooks.diagnose.crash import Consequences, Crash, collect_crash, following
 from slurm_hooks.diagnose.notes import summarise
 from slurm_hooks.diagnose.recorder import apply_flight
 from slurm_hooks.diagnose.result import Diagnosis, event_record, fault_record, iso
@@ -47,15 +49,19 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
     job = bundle.job
     primaries = [e for e in ctx.events if ctx.is_primary(e)]
     symptoms = [e for e in ctx.events if ctx.is_symptom(e)]
-    if job.state == "COMPLETED" and job.exit_status == (0, 0) and job.derived_status == (0, 0):
-        verdict = Verdict(
-            "completed", "success", None, None, None, [], details={"ignored_events": len(primaries) + len(symptoms)}
-        )
-        return _assemble(ctx, timeline, verdict, [])
+    masked = job.state == "COMPLETED" and job.exit_status == (0, 0) and job.derived_status == (0, 0)
+    if masked:
+        ignored = len(primaries) + len(symptoms)
+        primaries = [e for e in primaries if _proven(ctx, e)]
+        if not primaries:
+            verdict = Verdict("completed", "success", None, None, None, [], details={"ignored_events": ignored})
+            return _assemble(ctx, timeline, verdict, [])
 
-    first_symptom = symptoms[0] if symptoms else None
+    # A survivor's word that its peer went away bounds nothing: the peer's fault is its cause.
+    bounding = [e for e in symptoms if not ctx.has(e, "peer_lost")]
+    first_symptom = bounding[0] if bounding else None
     fault, concurrent = _first_fault(ctx, primaries, first_symptom)
-    after = seen(ctx, first_symptom)
+    after = seen(ctx, symptoms[0] if symptoms else None)
     if fault is not None and ctx.has(fault, "crash"):
         crash = collect_crash(ctx, fault)
         if crash.rank is None:
@@ -67,7 +73,17 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
         verdict = symptom_verdict(ctx, after, symptoms)
     else:
         verdict = state_verdict(job)
+    if masked:
+        verdict.details["masked_by_exit"] = {"state": job.state, "exit_code": job.exit_code}
     return _assemble(ctx, timeline, verdict, concurrent)
+
+
+def _proven(ctx: Context, ev: Event) -> bool:
+    """A crash its launcher or runtime proves (§8.21): srun, a shell or torchrun says so, on a node of
+    the job, or faulthandler's header is followed by its stack. Words alone prove nothing."""
+    if not ctx.has(ev, "crash") or ("node" in ev.fields and ev.node is None):
+        return False
+    return ctx.has(ev, "proven_crash") or bool(following(ctx, [ev], "crash_stack"))
 
 
 def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | None) -> tuple[Event | None, list[Event]]:
@@ -89,6 +105,8 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
         if first_symptom is None:
             return True
         before = ctx.order.precedes(p, first_symptom)
+        if before is False and _names_cause(ctx, first_symptom, p):
+            return True  # a consequence naming its cause comes after it, whatever the stamps say (§8.22)
         if before is None:  # a crash right at a watchdog report is its teardown (SIGABRT handlers)
             return not (ctx.has(p, "crash") and ctx.has(first_symptom, "watchdog"))
         return before
@@ -102,6 +120,13 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
     if death is not None and ctx.has(first[0], "link"):
         return death, []  # completion errors naming a peer that died are that death's consequence (§8.5)
     return _best_sighting(first), [_best_sighting(f) for f in faults if f is not first]
+
+
+def _names_cause(ctx: Context, symptom: Event, fault: Event) -> bool:
+    """The symptom names the fault's node as its lost peer (`Connection closed by peer [IP]`, an IB
+    completion error from that peer), close enough in time to be its consequence."""
+    peer = ctx.ranks.names.canonical(symptom.fields.get("peer"))
+    return peer is not None and peer == fault.node and ctx.order.near(fault, symptom, ctx.merge_span)
 
 
 def _best_sighting(sightings: list[Event]) -> Event:
@@ -193,6 +218,8 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
     notes = summarise([*timeline.notes, *flight_notes, *outside, *([note] if note else [])])
     if concurrent:
         v.details["concurrent"] = [fault_record(e) for e in concurrent]
+    if ctx.offsets:
+        v.details["clock_offsets_s"] = {n: round(o.total_seconds(), 3) for n, o in sorted(ctx.offsets.items())}
     unique = {id(e): e for e in v.evidence}.values()
     ordered = sorted(unique, key=lambda e: (e.when or _FLOOR, e.source, e.line_no))
     first_fault = fault_record(v.fault) if v.fault is not None else None

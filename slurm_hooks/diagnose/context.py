@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose.bounds import drop_out_of_job, job_ranks
 from slurm_hooks.diagnose.order import Order
 from slurm_hooks.diagnose.ranks import RankMap, build_rank_map
+from slurm_hooks.diagnose.skew import correct, node_offsets
 from slurm_hooks.diagnose.witness import weak_witnesses
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event, Timeline
@@ -22,6 +23,7 @@ class Context:
     order: Order
     ranks: RankMap
     weak: frozenset[int] = frozenset()  # ids of kernel events another job may have caused (witness.py)
+    offsets: dict[str, timedelta] = field(default_factory=dict)  # nodes whose clocks run off the first's (§8.22)
 
     @classmethod
     def of(cls, bundle: Bundle, timeline: Timeline, pack: RulePack) -> Context:
@@ -29,8 +31,16 @@ class Context:
         bound = job_ranks(bundle.job, nodes, timeline.events)
         drop_out_of_job(timeline.events, bound, timeline.notes)
         ranks = build_rank_map(timeline.events, nodes, pack, bound)
-        weak = weak_witnesses(bundle.job, timeline.events, ranks)
-        return cls(bundle, timeline.events, pack, Order(pack.ordering.simultaneous_s), ranks, weak)
+        outside = {id(e) for e in ranks.outside}
+        timeline.notes.extend(
+            f"{e.source}: line {e.line_no}: {e.fields['named_node']!r} is not a node of this job; not taken as evidence"
+            for e in ranks.outside
+        )
+        events = [e for e in timeline.events if id(e) not in outside]
+        offsets = node_offsets(events, pack, ranks.nodes)
+        events = correct(events, offsets)
+        weak = weak_witnesses(bundle.job, events, ranks)
+        return cls(bundle, events, pack, Order(pack.ordering.simultaneous_s), ranks, weak, offsets)
 
     def has(self, ev: Event, trait: str) -> bool:
         return self.pack.has(ev.family, trait)

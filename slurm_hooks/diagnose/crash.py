@@ -26,11 +26,17 @@ class Crash:
 
     @property
     def in_checkpoint(self) -> bool:
-        return self.child != "dataloader_worker" and (self.save_start is not None or bool(self.frames))
+        if self.child == "dataloader_worker":
+            return False
+        return self.child == "forked_writer" or self.save_start is not None or bool(self.frames)
 
 
-def following(ctx: Context, sightings: list[Event], trait: str) -> list[Event]:
-    """Events with `trait` printed at most `frame_lines` after a sighting, in the same task's stream.
+FRAMES_BEFORE = 40  # lines before a crash header whose frames are its own (a native trace printed first, §8.24)
+
+
+def following(ctx: Context, sightings: list[Event], trait: str, before: int = 0) -> list[Event]:
+    """Events with `trait` printed at most `frame_lines` after a sighting (or `before` lines ahead
+    of it), in the same task's stream.
 
     Only job logs have such streams: the next line of a kernel log is another process's.
     """
@@ -39,7 +45,8 @@ def following(ctx: Context, sightings: list[Event], trait: str) -> list[Event]:
     return [
         ev
         for ev in ctx.with_trait(trait)
-        if any(s.source == ev.source and s.task == ev.task and 0 < ev.line_no - s.line_no <= span for s in heads)
+        if any(s.source == ev.source and s.task == ev.task and -before <= ev.line_no - s.line_no <= span for s in heads)
+        and not any(s.line_no == ev.line_no and s.source == ev.source for s in heads)
     ]
 
 
@@ -98,12 +105,12 @@ def collect_crash(ctx: Context, fault: Event) -> Crash:
                 (r for e in sightings if (r := ctx.ranks.rank_of_pid(e.node, e.fields.get("pid"))) is not None), None
             )
         node = next((e.node for e in sightings if e.node), None) or ctx.ranks.node_of(rank)
-    frames = following(ctx, sightings, "checkpoint_frame")
+    frames = following(ctx, sightings, "checkpoint_frame", before=FRAMES_BEFORE)
     save_start = next((s for e in sightings if (s := open_save(ctx, e))), None)
     child = None
     if any(ctx.has(e, "dataloader_worker") for e in sightings):
         child = "dataloader_worker"
-    elif any(ctx.has(f, "forked_writer") for f in frames):
+    elif any(ctx.has(f, "forked_writer") for f in [*frames, *sightings]):
         child = "forked_writer"
     return Crash(sightings, frames, save_start, rank, node, child)
 

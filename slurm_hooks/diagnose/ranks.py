@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from slurm_hooks.diagnose.bounds import MAX_TASKS_PER_NODE
+from slurm_hooks.diagnose.pidmap import PidKey, build_pid_map, rank_of
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event
+from slurm_hooks.timeline.hosts import NodeNames
 
 CRASH_CODES = {-11: "SIGSEGV", -7: "SIGBUS", -4: "SIGILL", -8: "SIGFPE"}  # -6/-9/-15 are teardown
 _ENTRY_SPAN = 8  # lines of one torchrun summary entry
@@ -42,9 +44,11 @@ class RankMap:
     torchrun: bool  # srun tasks are torchrun agents (one per node), not ranks
     task_nodes: dict[int, str] = field(default_factory=dict)
     rank_nodes: dict[int, str] = field(default_factory=dict)
-    pid_ranks: dict[tuple[str, int], int] = field(default_factory=dict)
+    pid_ranks: dict[PidKey, int] = field(default_factory=dict)
     entries: list[TorchrunEntry] = field(default_factory=list)
     world: int = 0
+    names: NodeNames = field(default_factory=lambda: NodeNames(()))
+    outside: list[Event] = field(default_factory=list)  # srun lines naming a node outside the job: no evidence
 
     def node_of(self, rank: int | None) -> str | None:
         if rank is None:
@@ -59,9 +63,9 @@ class RankMap:
         return None
 
     def rank_of_pid(self, node: str | None, pid: str | None) -> int | None:
-        if not node or not pid or not pid.isdigit():
+        if not pid or not pid.isdigit():
             return None
-        return self.pid_ranks.get((node, int(pid)))
+        return rank_of(self.pid_ranks, node, int(pid))
 
 
 def expand_tasks(spec: str, limit: int = MAX_TASKS_PER_NODE, below: int = 1 << 31) -> list[int]:
@@ -83,10 +87,25 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack, 
     """The map, and every event's `node` and global `rank` filled in from it where the line left them open.
 
     `bound`: the most ranks the job can have (diagnose/bounds.py); no number in a log goes past it.
+    Host names in log lines become the job's Slurm node names first (§8.20); a name outside the
+    job is no node.
     """
     torchrun = any(e.local_rank is not None or "local_rank" in e.fields for e in events)
     ranks = RankMap(nodes=nodes, torchrun=torchrun)
     logs = [e for e in events if e.source.startswith("logs/")]
+    names = ranks.names = NodeNames(nodes)
+    for ev in logs:
+        if pack.has(ev.family, "host_address"):
+            names.learn_address(ev.fields.get("ip", ""), ev.node)
+    for ev in logs:
+        named, ev.node = ev.node, names.canonical(ev.node)
+        if named and ev.node is None and "tasks" in ev.fields:
+            ev.fields["named_node"] = named[:64]
+            ranks.outside.append(ev)  # srun's word on a node that is not the job's: printed by the job
+        elif ev.node is None and len(nodes) == 1:
+            ev.node = nodes[0]
+    gone = {id(e) for e in ranks.outside}
+    events, logs = [e for e in events if id(e) not in gone], [e for e in logs if id(e) not in gone]
     lists: set[tuple[str, str]] = set()  # a task list srun repeats for a node is expanded once
     for ev in logs:  # srun: task -> node
         if ev.node and "tasks" in ev.fields:
@@ -97,26 +116,31 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack, 
                 ranks.task_nodes.setdefault(task, ev.node)
         elif ev.node and ev.task is not None:
             ranks.task_nodes.setdefault(ev.task, ev.node)
+    agents = {e.task for e in logs if e.task is not None}
+    if torchrun and len(nodes) > 1 and agents and max(agents) < len(nodes):
+        for task in agents:  # one torchrun agent per node: srun's block distribution puts task i on node i
+            ranks.task_nodes.setdefault(task, nodes[task])
     for ev in logs:
         if ev.node is None and ev.task is not None:
             ev.node = ranks.task_nodes.get(ev.task)
-        if ev.rank is None and not torchrun:
+        if ev.rank is None and not torchrun and ev.fields.get("speaker") != "slurmstepd":
             tasks = expand_tasks(ev.fields["tasks"], limit=2) if "tasks" in ev.fields else []
             ev.rank = tasks[0] if len(tasks) == 1 else ev.task
     ranks.entries = _torchrun_entries([e for e in logs if pack.has(e.family, "torchrun_entry")])
     for entry in ranks.entries:  # the summary is the authority on where a rank ran
+        entry.host = names.canonical(entry.host)
         if entry.rank is not None and entry.host:
             ranks.rank_nodes[entry.rank] = entry.host
-            if entry.pid is not None:
-                ranks.pid_ranks[(entry.host, entry.pid)] = entry.rank
     if not torchrun:
         for task, node in ranks.task_nodes.items():
             ranks.rank_nodes.setdefault(task, node)
+    ranks.pid_ranks = build_pid_map(events, pack, [(e.host, e.pid, e.rank) for e in ranks.entries])
+    for ev in events:  # a line that names a process names its rank (§8.18)
+        if ev.rank is None and (rank := ranks.rank_of_pid(ev.node, ev.fields.get("pid"))) is not None:
+            ev.rank = rank
     for ev in logs:
         if ev.rank is not None and ev.node:
             ranks.rank_nodes.setdefault(ev.rank, ev.node)
-            if (pid := ev.field_int("pid")) is not None:
-                ranks.pid_ranks.setdefault((ev.node, pid), ev.rank)
     worlds = [w for e in logs if pack.has(e.family, "world_size") and (w := e.field_int("world"))]
     seen = [e.rank for e in events if e.rank is not None] + list(ranks.rank_nodes)
     ranks.world = min(max(worlds) if worlds else (max(seen) + 1 if seen else 0), bound)

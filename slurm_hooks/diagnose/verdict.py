@@ -142,10 +142,22 @@ def symptom_verdict(ctx: Context, first: Seen, symptoms: list[Event]) -> Verdict
     details: dict[str, Any] = {}
     if label == "nccl_timeout":
         node, rank, details = silent_ranks(ctx, symptoms)
+    elif label == "fabric_error":
+        node = _fabric_node(ctx, [e for e in symptoms if e.family == ev.family])
     evidence = [ev, *symptoms[1:4]]
     if node:
         evidence += [e for e in ctx.with_trait("stall") if e.node == node][:5]
     return Verdict("symptom", label, ev, node, rank, evidence, details, first)
+
+
+def _fabric_node(ctx: Context, errors: list[Event]) -> str | None:
+    """A fabric fault seen only through its symptoms: the one peer they all name, else the one
+    node that reports them all (a port of its own)."""
+    peers = {ctx.ranks.names.canonical(p) for e in errors if (p := e.fields.get("peer"))}
+    if len(peers) == 1 and None not in peers:
+        return peers.pop()
+    reporters = {e.node for e in errors}
+    return reporters.pop() if len(reporters) == 1 and not peers else None
 
 
 def state_verdict(job: JobInfo) -> Verdict:

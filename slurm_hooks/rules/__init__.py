@@ -135,6 +135,7 @@ class _Merged:
     advice: dict[str, tuple[AdviceLine, ...]] = field(default_factory=dict)
     families: dict[str, Family] = field(default_factory=dict)
     progress: tuple[LinearPattern, ...] = ()
+    launchers: tuple[LinearPattern, ...] = ()
 
 
 def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
@@ -150,6 +151,7 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
         families = {**merged.families, **parse_families(doc, where)}
         advice = parse_advice(doc, where, template_errors)
         progress = parse_progress(doc, where, compile_linear)
+        launchers = parse_progress(doc, where, compile_linear, key="launchers")
         check_declared({name: rule.family for name, rule in parsed.items() if rule}, families, where)
     except (VocabularyError, PatternError) as exc:
         raise RulePackError(str(exc)) from None
@@ -170,6 +172,7 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
     merged.advice.update(advice)
     merged.families = families
     merged.progress = merged.progress if progress is None else progress
+    merged.launchers = merged.launchers if launchers is None else launchers
 
 
 def _xid(doc: dict[str, Any]) -> tuple[XidPolicy, frozenset[int]]:
@@ -226,4 +229,5 @@ def load_rule_pack(extra_files: Iterable[str | Path] = (), strict: bool = False)
         skipped=tuple(skipped),
         families=merged.families,
         progress=merged.progress,
+        launchers=merged.launchers,
     )

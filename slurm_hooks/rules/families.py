@@ -49,6 +49,12 @@ TRAITS = frozenset(
         "torchrun_entry",  # a line of a torchrun failure-summary entry (§8.13)
         "world_size",  # the job's world size
         "task_end",  # srun's word on how a task ended other than by a crash (Terminated, Aborted, exit code)
+        "proven_crash",  # a crash its launcher or runtime proves: it counts in a COMPLETED 0:0 job (§8.21)
+        "crash_stack",  # faulthandler's stack header: after a crash line, it proves the crash (§8.21)
+        "pid_rank",  # a line that says which pid is which rank (NCCL Init COMPLETE, DeepSpeed spawn, §8.18)
+        "host_address",  # a line that says which address is which host (§8.20)
+        "sync_point",  # a line every node prints at one instant: node clock offsets come from these (§8.22)
+        "peer_lost",  # a rank saw a peer go away: the consequence of a fault elsewhere, never a bound on it
     }
 )
 # When an advice line applies; each names something the verdict knows.
@@ -132,18 +138,19 @@ def _advice_line(item: Any, key: str, where: str, template_errors: Callable[[str
 
 
 def parse_progress(
-    doc: dict[str, Any], where: str, compile_pattern: Callable[[str], _Compiled]
+    doc: dict[str, Any], where: str, compile_pattern: Callable[[str], _Compiled], key: str = "progress"
 ) -> tuple[_Compiled, ...] | None:
-    """`progress:` regexes of lines that say training went on; None when the file has no such key."""
-    if "progress" not in doc:
+    """`progress:` regexes of lines that say training went on (or `launchers:`, the launcher
+    prefixes in front of a line); None when the file has no such key."""
+    if key not in doc:
         return None
-    items = doc["progress"]
+    items = doc[key]
     if not isinstance(items, list) or not all(isinstance(p, str) for p in items):
-        raise VocabularyError(f"{where}: key 'progress' must be a list of regexes")
+        raise VocabularyError(f"{where}: key '{key}' must be a list of regexes")
     try:
         return tuple(compile_pattern(p) for p in items)
     except ValueError as exc:
-        raise VocabularyError(f"{where}: key 'progress' holds an invalid regex: {exc}") from None
+        raise VocabularyError(f"{where}: key '{key}' holds an invalid regex: {exc}") from None
 
 
 def check_declared(rule_families: dict[str, str], families: dict[str, Family], where: str) -> None:

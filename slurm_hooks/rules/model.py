@@ -67,6 +67,7 @@ class RulePack:
     skipped: tuple[str, ...] = ()  # operator rule files left out, and why
     families: dict[str, Family] = field(default_factory=dict)
     progress: tuple[LinearPattern, ...] = ()  # lines that say training went on (read near save markers only)
+    launchers: tuple[LinearPattern, ...] = ()  # launcher prefixes (pdsh, Open MPI) in front of a line (§8.19)
 
     def has(self, family: str, trait: str) -> bool:
         fam = self.families.get(family)

@@ -20,6 +20,8 @@ _OPTIONS.max_mem = 8 << 20  # per pattern; past it RE2 falls back to its NFA, st
 class Match(Protocol):
     def groupdict(self) -> dict[str, str | None]: ...
 
+    def end(self) -> int: ...
+
 
 class LinearPattern(Protocol):
     """What the engine needs of a compiled pattern (RE2's, or `re`'s in tests of the guarantee)."""

@@ -24,9 +24,10 @@ _YEARED = re.compile(
 # Only the head of a line carries its time; a date deep inside a message is content.
 _HEAD = 72
 
-# Kernel formats.
+# Kernel formats. An ISO stamp's host word is one only before `kernel:` (journalctl, syslog):
+# `dmesg --time-format iso` prints no host, and its first word is the message's (`NVRM: Xid`).
 _K_ISO = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})\s+(?:\S+\s+)?(?:kernel:\s*)?"
+    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})\s+(?:\S+\s+kernel:\s*|kernel:\s*)?"
 )
 _K_SHORT = re.compile(r"^([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))? \S+ (?:kernel:\s*)?")
 _K_CTIME = re.compile(r"^\[[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]\s?")

@@ -9,7 +9,9 @@ from slurm_hooks.bundle import Bundle, BundleFile
 from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.hits import FamilyCap, capped_hits
-from slurm_hooks.timeline.prefixes import strip_prefixes
+from slurm_hooks.timeline.hosts import NodeNames
+from slurm_hooks.timeline.noise import printable, segments, strip_ansi
+from slurm_hooks.timeline.prefixes import Prefixed, inherit, strip_prefixes
 from slurm_hooks.timeline.scan import Hit, Scanner
 from slurm_hooks.timeline.untimed import place_untimed
 from slurm_hooks.times import parse_iso, zone_named
@@ -75,37 +77,51 @@ def _matches(rules: list[Rule], body: str) -> list[tuple[Rule, dict[str, str]]]:
 
 
 def _scan_log(
-    file: BundleFile, pack: RulePack, scanner: Scanner, ctx: ClockContext, cap: int, notes: list[str]
+    file: BundleFile,
+    pack: RulePack,
+    scanner: Scanner,
+    ctx: ClockContext,
+    cap: int,
+    notes: list[str],
+    names: NodeNames | None = None,
 ) -> list[Event]:
     source = file.rel
     family_cap = FamilyCap([r for r in pack.rules if r.applies_to("log")], cap)
     events: list[Event] = []
     hits: dict[int, Hit] = {}
     said: list[str] = []
+    hosts = names.canonical if names is not None and names.nodes else None  # no node list: no host prefix
     for hit, rules in capped_hits(file, scanner, pack.keywords("log"), family_cap, said):
-        pre = strip_prefixes(hit.text)
-        matches = _matches(rules, pre.body)
-        if not matches:
-            continue
-        stamp = log_time(pre.body, ctx)
-        for rule, fields in matches:
-            rank = _int(fields.get("rank"))
-            events.append(
-                Event(
-                    rule=rule,
-                    source=source,
-                    line_no=hit.line_no,
-                    text=hit.text[:TEXT_CHARS],
-                    task=pre.task,
-                    local_rank=pre.local_rank,
-                    offset=hit.offset,
-                    rank=rank if rank is not None else pre.rank,
-                    node=fields.get("node") or fields.get("host"),
-                    time=stamp,
-                    fields=fields,
+        first: Prefixed | None = None
+        text = printable(hit.text[: TEXT_CHARS * 4])[:TEXT_CHARS]
+        for segment in segments(hit.text):  # each `\r` part of a progress-bar line on its own (§8.24)
+            pre = strip_prefixes(segment, pack.launchers, hosts)
+            if first is None:
+                first = pre
+            else:
+                pre = inherit(pre, first)
+            matches = _matches(rules, pre.body)
+            if not matches:
+                continue
+            stamp = log_time(pre.body, ctx)
+            for rule, fields in matches:
+                rank = _int(fields.get("rank"))
+                events.append(
+                    Event(
+                        rule=rule,
+                        source=source,
+                        line_no=hit.line_no,
+                        text=text,
+                        task=pre.task,
+                        local_rank=pre.local_rank,
+                        offset=hit.offset,
+                        rank=rank if rank is not None else pre.rank,
+                        node=fields.get("node") or fields.get("host") or pre.host,
+                        time=stamp,
+                        fields={k: printable(v) for k, v in fields.items()},
+                    )
                 )
-            )
-            hits[hit.line_no] = hit
+                hits[hit.line_no] = hit
     notes += [f"{source}: {n}" for n in said] + family_cap.notes(source)
     place_untimed(file, events, hits, ctx, notes)
     return events
@@ -128,7 +144,7 @@ def _scan_kernel(
     untimed = outside = 0
     said: list[str] = []
     for hit, rules in capped_hits(file, scanner, keywords, family_cap, said):
-        stamp, message = kernel_time(hit.text, ctx)
+        stamp, message = kernel_time(strip_ansi(hit.text), ctx)
         matches = _matches(rules, message)
         if not matches:
             continue
@@ -144,7 +160,7 @@ def _scan_kernel(
                     rule=rule,
                     source=source,
                     line_no=hit.line_no,
-                    text=hit.text[:TEXT_CHARS],
+                    text=printable(hit.text[: TEXT_CHARS * 4])[:TEXT_CHARS],
                     task=None,
                     rank=None,
                     node=node,
@@ -185,8 +201,9 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline
 
     events: list[Event] = []
     cap = bundle.limits.hits_per_family
+    names = NodeNames(job.nodes)
     for file in bundle.logs:
-        events += _scan_log(file, pack, scanner, ctx, cap, notes)
+        events += _scan_log(file, pack, scanner, ctx, cap, notes, names)
     kernel_rules, keywords = [r for r in pack.rules if r.applies_to("kernel")], pack.keywords("kernel")  # once a bundle
     for node, file in sorted(bundle.kernels.items()):
         events += _scan_kernel(

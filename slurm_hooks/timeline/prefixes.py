@@ -1,9 +1,12 @@
-"""Strip the launcher prefixes that sit in front of a job-log line (log-signatures §6.1)."""
+"""Strip the launcher prefixes that sit in front of a job-log line (log-signatures §6.1, §8.19)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from slurm_hooks.rules.pattern import LinearPattern
 
 # srun --label (` 93: `), torchrun --tee (`[default3]:`), c10 (`[rank3]:`), outer to inner.
 # `[rank3]:` alone is c10's, not a torchrun role named `rank`: a global rank (log-signatures §8.13).
@@ -18,17 +21,44 @@ _PREFIX = re.compile(
 class Prefixed:
     task: int | None  # srun task id
     local_rank: int | None  # torchrun [defaultN]
-    rank: int | None  # c10 [rankN]
+    rank: int | None  # c10 [rankN], or a launcher's global rank (Open MPI [1,N])
     body: str
+    host: str | None = None  # the job's node a launcher prefix (pdsh `host: `) names
 
 
-def strip_prefixes(line: str) -> Prefixed:
+def strip_prefixes(
+    line: str, launchers: Sequence[LinearPattern] = (), hosts: Callable[[str], str | None] | None = None
+) -> Prefixed:
+    """`launchers` (the pack's, outermost first) are stripped before srun's and torchrun's own; a
+    prefix naming a host counts only when `hosts` maps the name to one of the job's nodes."""
+    host = launcher_rank = None
+    for pattern in launchers:
+        found = pattern.search(line)
+        if found is None or found.end() == 0:
+            continue
+        groups = found.groupdict()
+        if (name := groups.get("host")) is not None:
+            node = hosts(name) if hosts else None
+            if node is None:
+                continue
+            host = node
+        if (rank := groups.get("rank")) is not None and rank.isdigit():
+            launcher_rank = int(rank)
+        line = line[found.end() :]
     m = _PREFIX.match(line)
     assert m is not None  # every part is optional, so the pattern always matches
     task, lrank, rank = m.group("task"), m.group("lrank"), m.group("rank")
     return Prefixed(
         task=int(task) if task is not None else None,
         local_rank=int(lrank) if lrank is not None else None,
-        rank=int(rank) if rank is not None else None,
+        rank=int(rank) if rank is not None else launcher_rank,
         body=line[m.end() :],
+        host=host,
     )
+
+
+def inherit(pre: Prefixed, first: Prefixed) -> Prefixed:
+    """A `\\r` segment after the first carries no launcher prefix of its own: it is the first's line."""
+    if pre.task is not None or pre.rank is not None or pre.local_rank is not None or pre.host is not None:
+        return pre
+    return Prefixed(first.task, first.local_rank, first.rank, pre.body, first.host)

@@ -13,8 +13,9 @@ from slurm_hooks.bundle import JobInfo, open_below
 from slurm_hooks.rules.pattern import LinearPattern
 from slurm_hooks.timeline.clocks import ClockContext, log_time
 from slurm_hooks.timeline.events import Event
+from slurm_hooks.timeline.longlines import decode
 from slurm_hooks.timeline.prefixes import strip_prefixes
-from slurm_hooks.timeline.scan import MAX_LINE, decode, line_terminator
+from slurm_hooks.timeline.scan import MAX_LINE, line_terminator
 
 MAX_READ = 1 << 20  # bytes read after a marker at most
 

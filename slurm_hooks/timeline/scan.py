@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from slurm_hooks.rules.pattern import BytesNeedle, literal_needle
+from slurm_hooks.timeline.longlines import decode, line_tail, tail_bytes, with_tail
 
 MAX_LINE = 8192  # default bytes of one line we keep (config `limits.line_bytes`); the rest is dropped
+_OMITTED = b" [... omitted end of long line]"  # what rg prints after the head of a line past --max-columns
 RG_MEMORY = 128 << 20  # address space of the rg child: a 2 GiB line aborts it instead of filling RAM
 _CHUNK = 1 << 20
 SMALL_FILE = 1 << 20  # bytes up to which a file is scanned in-process: a kernel log, a node's short log
@@ -47,10 +49,6 @@ class Scanner(Protocol):
 
 class ScanFailed(Exception):
     """ripgrep ended with an error (status >= 2, or a signal): its answer is incomplete."""
-
-
-def decode(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def line_terminator(fh: BinaryIO) -> bytes:
@@ -125,7 +123,12 @@ class RipgrepScanner:
                             and parts[1].isdigit()
                             and (line_no := base + int(parts[0])) > after_line
                         ):
-                            yield Hit(line_no, from_offset + int(parts[1]), decode(parts[2][: self.line_bytes]))
+                            at, text = from_offset + int(parts[1]), parts[2].rstrip(b"\r\n")
+                            tail = b""
+                            if text.endswith(_OMITTED):  # a long line: its keyword may be in the tail
+                                keep = tail_bytes(self.line_bytes)
+                                text, tail = text[: -len(_OMITTED)], line_tail(fh, at, keep)
+                            yield Hit(line_no, at, with_tail(text, tail, self.line_bytes))
                     finished = True
                 finally:
                     if not finished:
@@ -174,8 +177,9 @@ class PythonScanner:
                 end = buf.find(term, m.start())
                 line_no += buf.count(term, start, head) + 1
                 raw = buf[head : min(end, head + keep)]
-                if line_no > after_line and (m.end() <= head + keep or needle.search(raw)):
-                    yield Hit(line_no, offset + head, decode(raw))
+                tail = buf[max(end - tail_bytes(keep), head + keep) : end] if end - head > keep else b""  # §8.24
+                if line_no > after_line and (m.end() <= head + keep or needle.search(raw) or needle.search(tail)):
+                    yield Hit(line_no, offset + head, with_tail(raw, tail, keep))
                 start = end + 1
             if last >= start:
                 line_no += buf.count(term, start, last + 1)
@@ -183,8 +187,12 @@ class PythonScanner:
             while (end := buf.find(term, start)) >= 0 or len(buf) - start > keep:
                 line_no += 1
                 raw = buf[start : min(end, start + keep) if end >= 0 else start + keep]
-                if line_no > after_line and needle.search(raw):
-                    yield Hit(line_no, offset + start, decode(raw))
+                if end >= 0:  # the line's end is in the buffer: its tail too, when it is longer than `keep`
+                    tail = buf[max(end - tail_bytes(keep), start + keep) : end] if end - start > keep else b""
+                else:
+                    tail = line_tail(fh, offset + start, tail_bytes(keep), term) if line_no > after_line else b""
+                if line_no > after_line and (needle.search(raw) or needle.search(tail)):
+                    yield Hit(line_no, offset + start, with_tail(raw, tail, keep))
                 if end < 0:  # over-long line: the rest of it is read, never kept
                     skipping, start = True, len(buf)
                     break

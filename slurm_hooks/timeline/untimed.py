@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 from slurm_hooks.bundle import BundleFile
 from slurm_hooks.timeline.clocks import ClockContext, log_time
+from slurm_hooks.timeline.longlines import decode
 from slurm_hooks.timeline.prefixes import strip_prefixes
-from slurm_hooks.timeline.scan import MAX_LINE, Hit, decode, line_terminator
+from slurm_hooks.timeline.scan import MAX_LINE, Hit, line_terminator
 
 if TYPE_CHECKING:
     from slurm_hooks.timeline.events import Event

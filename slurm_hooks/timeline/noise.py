@@ -1,0 +1,38 @@
+"""Noisy log text made readable and safe: ANSI escapes, tqdm's `\\r` segments, control bytes (§8.24).
+
+A job's log is the user's: colour codes sit in front of crash lines, a progress bar rewrites its
+line with `\\r` and a crash header lands on the same physical line, and any byte may be in it.
+Rules match each `\\r` segment with its escapes removed; nothing printed back (text output, the
+evidence lines) holds a raw control byte.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CSI (`ESC [ ... final`), OSC (`ESC ] ... BEL|ST`) and two-byte escapes. The character classes
+# are disjoint, so matching is linear whatever the line holds.
+_ANSI = re.compile(r"\x1b\[[0-9;:?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-9;?]*[@-~]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+MAX_SEGMENTS = 64  # `\r` segments read per line: a bar redrawn 10,000 times is read at its ends
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def printable(text: str) -> str:
+    """`text` without escapes, every other control byte (also `\\r`) shown as `?`: safe on a terminal."""
+    return _CONTROL.sub("?", strip_ansi(text))
+
+
+def segments(text: str) -> list[str]:
+    """The `\\r`-separated parts of one line worth matching (escapes removed, blank ones left out).
+
+    A bar redrawn many times keeps its first and last segments: a crash header is printed after
+    the bar's last redraw, and the first carries the line's launcher prefix.
+    """
+    parts = [p for p in strip_ansi(text).split("\r") if p.strip()]
+    if len(parts) > MAX_SEGMENTS:
+        parts = parts[:1] + parts[-(MAX_SEGMENTS - 1) :]
+    return parts or [""]
