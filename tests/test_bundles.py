@@ -30,6 +30,9 @@ def _check(path: Path, pack) -> None:
         assert [c["node"] for c in got.details.get("concurrent", [])] == expected["concurrent"]
     if "facts" in expected:
         assert got.facts == expected["facts"]
+    if "exception" in expected:  # app_exception: what was raised, its kind, how many ranks raised it (§8.26)
+        exc = got.details["exception"]
+        assert {k: exc[k] for k in expected["exception"]} == expected["exception"], exc
     if "advice_has" in expected:
         assert any(expected["advice_has"] in line for line in got.advice), got.advice
     assert got.summary and got.advice

@@ -19,6 +19,7 @@ from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose import wording
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Consequences, Crash, collect_crash
+from slurm_hooks.diagnose.raised import exception_verdict
 from slurm_hooks.diagnose.result import Diagnosis, event_record, fault_record, iso
 from slurm_hooks.diagnose.verdict import (
     Verdict,
@@ -58,6 +59,8 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
         if crash.rank is None:
             _parent_by_silence(ctx, crash, symptoms)
         verdict = crash_verdict(fault, crash, _cdmm(ctx, crash.node), after)
+    elif fault is not None and ctx.has(fault, "exception"):
+        verdict = exception_verdict(ctx, fault, after)
     elif fault is not None:
         verdict = hardware_verdict(ctx, fault, after)
     elif after is not None:
@@ -83,7 +86,7 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
     def counts(p: Event) -> bool:
         if id(p) in teardown:
             return False
-        if first_symptom is None:
+        if first_symptom is None or _same_line(p, first_symptom):  # `RuntimeError: CUDA error: ...` is both
             return True
         before = ctx.order.precedes(p, first_symptom)
         if before is None:  # a crash right at a watchdog report is its teardown (SIGABRT handlers)
@@ -99,6 +102,10 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
     if death is not None and ctx.has(first[0], "link"):
         return death, []  # completion errors naming a peer that died are that death's consequence (§8.5)
     return _best_sighting(first), [_best_sighting(f) for f in faults if f is not first]
+
+
+def _same_line(a: Event, b: Event) -> bool:
+    return a.source == b.source and a.line_no == b.line_no
 
 
 def _best_sighting(sightings: list[Event]) -> Event:

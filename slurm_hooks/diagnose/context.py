@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from slurm_hooks.bundle import Bundle
+from slurm_hooks.diagnose.exceptions import terminal_exceptions
 from slurm_hooks.diagnose.order import Order
 from slurm_hooks.diagnose.ranks import RankMap, build_rank_map
 from slurm_hooks.rules import RulePack
@@ -23,7 +24,8 @@ class Context:
     @classmethod
     def of(cls, bundle: Bundle, timeline: Timeline, pack: RulePack) -> Context:
         ranks = build_rank_map(timeline.events, bundle.job.nodes or _nodes_seen(bundle), pack)
-        return cls(bundle, timeline.events, pack, Order(pack.ordering.simultaneous_s), ranks)
+        events = _on_timeline(timeline.events, terminal_exceptions(bundle, timeline.events, pack, ranks))
+        return cls(bundle, events, pack, Order(pack.ordering.simultaneous_s), ranks)
 
     def has(self, ev: Event, trait: str) -> bool:
         return self.pack.has(ev.family, trait)
@@ -47,6 +49,15 @@ class Context:
     @property
     def merge_span(self) -> timedelta:
         return timedelta(seconds=self.pack.ordering.crash_merge_s)
+
+
+def _on_timeline(events: list[Event], raised: list[Event]) -> list[Event]:
+    """The terminal exceptions sorted in, in the timeline's own order (time, file, line)."""
+    if not raised:
+        return events
+    sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in [*events, *raised]))}
+    floor = datetime.min.replace(tzinfo=timezone.utc)
+    return sorted([*events, *raised], key=lambda e: (e.when or floor, sources[e.source], e.line_no))
 
 
 def _nodes_seen(bundle: Bundle) -> tuple[str, ...]:

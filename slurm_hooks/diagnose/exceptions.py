@@ -1,0 +1,209 @@
+"""Each rank's terminal Python exception, as a fault event on the timeline (log-signatures §8.26).
+
+A block (a traceback with its chained exceptions, or a logger's ERROR line) becomes an
+`app_exception` event only when it ended its rank and is not a consequence:
+- ended: it is the last block of its stream, the stream did not go on (no progress line, no test
+  run's summary after it), and its rank's end says so: the stream's last lines, srun's exit line
+  for its task, or torchrun's failure summary for its rank;
+- not a consequence: the pack's `consequence` rules (a peer went away, SIGTERM, ChildFailedError)
+  do not match its cause, and no crash or other primary line is the same line (the crash decides).
+The cause of a chain is its first exception. Its kind is the best `exception_kind` rule that
+matches it (else the first of the chain that one matches; else `other`). Streams are capped, so
+a log with any number of ranks and tracebacks costs bounded memory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from slurm_hooks.bundle import Bundle, BundleFile
+from slurm_hooks.diagnose.ranks import RankMap, TorchrunEntry, expand_tasks
+from slurm_hooks.rules import Rule, RulePack
+from slurm_hooks.timeline.events import Event
+from slurm_hooks.timeline.tracebacks import Block, Raised, Start, read_blocks, stream_of
+
+MAX_STREAMS = 4096  # streams followed per file (ranks × files): beyond, the latest ones
+LAST_STARTS = 4  # a stream's last traceback starts read: enough for a chain of that depth
+TAIL_LINES = 20  # a rank that printed at most this many lines after its exception ended with it
+SUMMARY_SPAN = 12  # lines from a torchrun summary entry's first line to its traceback
+MESSAGE_CHARS = 200
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x1f\x7f-\x9f]")
+_DIGITS = re.compile(r"\d+")
+
+
+def clean(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """Log text fit to show: ANSI escapes and control bytes removed, cut at `limit` characters."""
+    text = _CONTROL.sub("", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def terminal_exceptions(bundle: Bundle, events: list[Event], pack: RulePack, ranks: RankMap) -> list[Event]:
+    """One `app_exception` event per rank whose terminal exception is genuine, `ranks` counting the same."""
+    grammar = next((r for r in pack.rules if r.source == "exception" and pack.has(r.family, "exception")), None)
+    if grammar is None:  # a site that disabled the rule turns the label off
+        return []
+    finder = _Finder(bundle, events, pack, ranks, grammar)
+    found = [ev for file in bundle.logs for ev in finder.file(file)]
+    _count_same(found)
+    return found
+
+
+class _Finder:
+    def __init__(self, bundle: Bundle, events: list[Event], pack: RulePack, ranks: RankMap, grammar: Rule) -> None:
+        self.bundle, self.pack, self.ranks, self.grammar = bundle, pack, ranks, grammar
+        exception_rules = [r for r in pack.rules if r.source == "exception"]
+        self.kinds = sorted(
+            (r for r in exception_rules if pack.has(r.family, "exception_kind")), key=lambda r: -r.priority
+        )
+        self.consequences = [r for r in exception_rules if pack.has(r.family, "consequence")]
+        self.starts: dict[str, list[Event]] = {}
+        for ev in events:
+            if ev.source.startswith("logs/") and (
+                pack.has(ev.family, "traceback") or pack.has(ev.family, "logged_exception")
+            ):
+                self.starts.setdefault(ev.source, []).append(ev)
+        self.primary_lines = {(e.source, e.line_no) for e in events if e.role == "primary"}
+        self.task_ends = [e for e in events if pack.has(e.family, "task_end") and "tasks" in e.fields]
+
+    def file(self, file: BundleFile) -> list[Event]:
+        rel = file.rel
+        heads = self.starts.get(rel, [])
+        if not heads:
+            return []
+        by_line = {e.line_no: e for e in heads}
+        starts = self._starts(rel, heads)
+        blocks = read_blocks(file, starts, self._parse, self._went_on, self.bundle.skipped)
+        return [ev for b in blocks if (ev := self._event(rel, b, by_line.get(b.start_line))) is not None]
+
+    def _starts(self, rel: str, heads: list[Event]) -> list[Start]:
+        per_stream: dict[tuple[int | None, int | None, int | None], list[Event]] = {}
+        for ev in heads:
+            per_stream.setdefault(stream_of(ev.text)[0], []).append(ev)
+        if len(per_stream) > MAX_STREAMS:
+            self.bundle.skipped.append(f"{rel}: tracebacks of {len(per_stream) - MAX_STREAMS} streams not read")
+            latest = sorted(per_stream, key=lambda s: per_stream[s][-1].line_no)[-MAX_STREAMS:]
+            per_stream = {s: per_stream[s] for s in latest}
+        return [
+            Start(ev.line_no, ev.offset, stream, self._logged(ev))
+            for stream, evs in per_stream.items()
+            for ev in evs[-LAST_STARTS:]
+        ]
+
+    def _logged(self, ev: Event) -> Raised | None:
+        if not self.pack.has(ev.family, "logged_exception"):
+            return None
+        exc_type, msg = ev.fields.get("exc_type", ""), ev.fields.get("msg", "")
+        return Raised(exc_type, msg, None, ev.line_no, ev.offset, f"{exc_type}: {msg}")
+
+    def _parse(self, text: str) -> tuple[str, str] | None:
+        fields = self.grammar.search(text)
+        return (fields["exc_type"], fields.get("msg", "")) if fields and "exc_type" in fields else None
+
+    def _went_on(self, body: str) -> bool:
+        return any(p.search(body) for p in self.pack.progress)
+
+    def _event(self, rel: str, block: Block, head: Event | None) -> Event | None:
+        cause = block.chain[0]
+        text = f"{cause.exc_type}: {cause.message}" if cause.message else cause.exc_type
+        if block.went_on or any((rel, r.line_no) in self.primary_lines for r in block.chain):
+            return None
+        if any(r.search(text) is not None for r in self.consequences):
+            return None
+        task, local_rank, prefix_rank = block.stream
+        entry = self._summary_entry(rel, block)
+        rank, node = self._place(block, entry)
+        if not (block.lines_after <= TAIL_LINES or entry is not None or self._exited(task, rank)):
+            return None
+        if rank is None and task is None and prefix_rank is None and local_rank is None:
+            rank, node = self._only_failed_task(node)
+        kind, node_fault, path = self._kind(block.chain)
+        fields = {
+            "exc_type": clean(cause.exc_type, 120),
+            "msg": clean(cause.message),
+            "frame": clean(cause.frame or "", 120),
+            "kind": kind,
+            "node_fault": "1" if node_fault else "",
+            "path": clean(path, 160),
+        }
+        return Event(
+            rule=self.grammar,
+            source=rel,
+            line_no=cause.line_no,
+            text=clean(cause.text, 400),
+            task=task,
+            rank=rank,
+            node=node,
+            time=head.time if head else None,
+            fields={k: v for k, v in fields.items() if v},
+            local_rank=local_rank,
+            offset=cause.offset,
+            lo=head.lo if head else None,
+            hi=head.hi if head else None,
+        )
+
+    def _summary_entry(self, rel: str, block: Block) -> TorchrunEntry | None:
+        """The torchrun summary entry whose `traceback :` this block is (its error_file's)."""
+        task = block.stream[0]
+        return next(
+            (
+                e
+                for e in self.ranks.entries
+                if e.source == rel and e.task == task and 0 < block.start_line - e.first_line <= SUMMARY_SPAN
+            ),
+            None,
+        )
+
+    def _place(self, block: Block, entry: TorchrunEntry | None) -> tuple[int | None, str | None]:
+        task, local_rank, prefix_rank = block.stream
+        node = self.ranks.task_nodes.get(task) if task is not None else None
+        if entry is not None:
+            return entry.rank, entry.host or node
+        if prefix_rank is not None:  # c10's [rankN]: a global rank (§8.13)
+            return prefix_rank, self.ranks.node_of(prefix_rank) or node
+        if local_rank is not None and len(self.ranks.nodes) == 1:  # one node: its local ranks are the ranks
+            return local_rank, node or self.ranks.nodes[0]
+        if local_rank is not None:  # torchrun's [defaultN]: the summary maps it, on its node
+            mapped = next(
+                (e for e in self.ranks.entries if e.local_rank == local_rank and e.host and e.host == node), None
+            )
+            return (mapped.rank if mapped else None), node
+        if task is not None and not self.ranks.torchrun:
+            return task, node or self.ranks.node_of(task)
+        return None, node
+
+    def _exited(self, task: int | None, rank: int | None) -> bool:
+        """srun says the task ended (exit code, signal), or torchrun's summary names the rank."""
+        if rank is not None and any(e.rank == rank for e in self.ranks.entries):
+            return True
+        if task is None:
+            return False
+        return any(task in expand_tasks(e.fields["tasks"], limit=4096) for e in self.task_ends)
+
+    def _only_failed_task(self, node: str | None) -> tuple[int | None, str | None]:
+        """An unlabelled stream: the rank is the one task srun says failed, if only one did."""
+        exited = [e for e in self.task_ends if e.fields.get("what", "").startswith("Exited with exit code")]
+        failed = {t for e in exited for t in expand_tasks(e.fields["tasks"], limit=2)}
+        if len(failed) != 1:
+            return None, node
+        task = failed.pop()
+        return task, node or self.ranks.task_nodes.get(task) or self.ranks.node_of(task)
+
+    def _kind(self, chain: Iterable[Raised]) -> tuple[str, bool, str]:
+        for raised in chain:
+            text = f"{raised.exc_type}: {raised.message}"
+            for rule in self.kinds:
+                if (fields := rule.search(text)) is not None and fields.get("kind"):
+                    return fields["kind"], self.pack.has(rule.family, "node_fault"), fields.get("path", "")
+        return "other", False, ""
+
+
+def _count_same(found: list[Event]) -> None:
+    """`ranks`: how many ranks raised the same exception (a data or config bug every rank hits)."""
+    groups: dict[tuple[str, str], set[object]] = {}
+    for ev in found:
+        key = (ev.fields.get("exc_type", ""), _DIGITS.sub("#", ev.fields.get("msg", ""))[:120])
+        groups.setdefault(key, set()).add(ev.rank if ev.rank is not None else (ev.source, ev.task, ev.local_rank))
+    for ev in found:
+        key = (ev.fields.get("exc_type", ""), _DIGITS.sub("#", ev.fields.get("msg", ""))[:120])
+        ev.fields["ranks"] = str(len(groups[key]))
