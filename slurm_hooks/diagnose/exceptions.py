@@ -20,14 +20,18 @@ from collections.abc import Iterable
 from slurm_hooks.bundle import Bundle, BundleFile
 from slurm_hooks.diagnose.ranks import RankMap, TorchrunEntry, expand_tasks
 from slurm_hooks.rules import Rule, RulePack
+from slurm_hooks.timeline.clocks import ClockContext
 from slurm_hooks.timeline.events import Event
+from slurm_hooks.timeline.scan import Hit
 from slurm_hooks.timeline.tracebacks import Block, Raised, Start, read_blocks, stream_of
+from slurm_hooks.timeline.untimed import place_untimed
 
 MAX_STREAMS = 4096  # streams followed per file (ranks × files): beyond, the latest ones
 LAST_STARTS = 4  # a stream's last traceback starts read: enough for a chain of that depth
 TAIL_LINES = 20  # a rank that printed at most this many lines after its exception ended with it
 SUMMARY_SPAN = 12  # lines from a torchrun summary entry's first line to its traceback
 MESSAGE_CHARS = 200
+PLACED = 16  # a file's earliest exceptions placed between their neighbours' stamps (the rest keep their file's clock)
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x1f\x7f-\x9f]")
 _DIGITS = re.compile(r"\d+")
 
@@ -74,7 +78,26 @@ class _Finder:
         by_line = {e.line_no: e for e in heads}
         starts = self._starts(rel, heads)
         blocks = read_blocks(file, starts, self._parse, self._went_on, self.bundle.skipped)
-        return [ev for b in blocks if (ev := self._event(rel, b, by_line.get(b.start_line))) is not None]
+        found = [ev for b in blocks if (ev := self._event(rel, b, by_line.get(b.start_line))) is not None]
+        self._place_untimed(file, found)
+        return found
+
+    def _place_untimed(self, file: BundleFile, found: list[Event]) -> None:
+        """The earliest untimed ones between their neighbours' stamps; the others keep their traceback's clock.
+
+        A traceback's lines carry no stamps, so finding its neighbours' reads up to 128 KiB: done for a
+        few, it keeps a log where a thousand ranks print the same traceback cheap.
+        """
+        job = self.bundle.job
+        ctx = ClockContext(reference=job.start or job.end, log_zone=job.log_zone, slurm_zone=job.slurm_zone)
+        untimed = sorted((e for e in found if e.time is None), key=lambda e: e.line_no)[:PLACED]
+        carried = {id(e): (e.lo, e.hi) for e in untimed}
+        for ev in untimed:
+            ev.lo = ev.hi = None
+        place_untimed(file, untimed, {e.line_no: Hit(e.line_no, e.offset, e.text) for e in untimed}, ctx, [])
+        for ev in untimed:
+            if ev.when is None:
+                ev.lo, ev.hi = carried[id(ev)]
 
     def _starts(self, rel: str, heads: list[Event]) -> list[Start]:
         per_stream: dict[tuple[int | None, int | None, int | None], list[Event]] = {}
