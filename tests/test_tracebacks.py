@@ -117,3 +117,38 @@ def test_any_number_of_ranks_costs_bounded_work(tmp_path: Path, pack) -> None:
     assert got.label == "app_exception" and got.root_rank == 500  # the earliest of the streams followed
     assert got.details["exception"]["ranks"] == MAX_STREAMS
     assert any("streams not read" in s for s in got.skipped)
+
+
+SITE_KIND = """
+rules:
+  - name: exc_site_config
+    family: exception_kind
+    role: context
+    source: exception
+    keywords: ["KeyError"]
+    pattern: '^KeyError\\b'
+    fields: {kind: config_key}
+    priority: 100
+advice:
+  app_exception:
+    - when: "exc:config_key"
+      text: "A key is missing from the job's config: {exception}."
+"""
+
+
+def test_a_site_adds_a_kind_and_its_advice(tmp_path: Path) -> None:
+    from slurm_hooks.rules import load_rule_pack
+
+    site = tmp_path / "site.yaml"
+    site.write_text(SITE_KIND)
+    got = diagnose(load_bundle(BUNDLES / "b06-python-exception-unknown"), load_rule_pack([site], strict=True))
+    assert got.details["exception"]["kind"] == "config_key"
+    assert got.advice == ["A key is missing from the job's config: KeyError: 'segfault'."]
+
+
+def test_a_site_that_disables_the_grammar_turns_the_label_off(tmp_path: Path) -> None:
+    from slurm_hooks.rules import load_rule_pack
+
+    site = tmp_path / "site.yaml"
+    site.write_text("rules:\n  - {name: python_exception, enabled: false}\n")
+    assert diagnose(load_bundle(BUNDLES / "b06-python-exception-unknown"), load_rule_pack([site])).label == "unknown"
