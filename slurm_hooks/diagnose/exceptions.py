@@ -180,8 +180,8 @@ class _Finder:
     def _place(self, block: Block, entry: TorchrunEntry | None) -> tuple[int | None, str | None]:
         task, local_rank, prefix_rank = block.stream
         node = self.ranks.task_nodes.get(task) if task is not None else None
-        if entry is not None:
-            return entry.rank, entry.host or node
+        if entry is not None:  # its host is torchrun's getfqdn(): only a job's node is a node (§8.20)
+            return entry.rank, node or (entry.host if entry.host in self.ranks.nodes else None)
         if prefix_rank is not None:  # c10's [rankN]: a global rank (§8.13)
             return prefix_rank, self.ranks.node_of(prefix_rank) or node
         if local_rank is not None and len(self.ranks.nodes) == 1:  # one node: its local ranks are the ranks
