@@ -42,7 +42,7 @@ def main() -> int:
         dc.configure()
         submitted = []
         for name, script, truth in JOBS:
-            text = (HERE / script).read_text().replace('HERE=$1', f"HERE={HERE}")
+            text = (HERE / script).read_text().replace("HERE=$1", f"HERE={HERE}")
             submitted.append((name, dc.submit(text), truth))
         for name, job, truth in submitted:
             print(name, job, dc.wait(job, timeout=240), dc.wait_annotated(job, timeout=60), flush=True)
