@@ -222,11 +222,23 @@ class _Finder:
 
 
 def _count_same(found: list[Event]) -> None:
-    """`ranks`: how many ranks raised the same exception (a data or config bug every rank hits)."""
-    groups: dict[tuple[str, str], set[object]] = {}
+    """`ranks`: how many ranks raised the same exception (a data or config bug every rank hits).
+
+    A sighting without a rank (unlabelled output) counts only where no ranked sighting of the
+    same exception came from its srun task (torchrun's summary names the rank its workers' lines did not).
+    """
+    groups: dict[tuple[str, str], list[Event]] = {}
     for ev in found:
-        key = (ev.fields.get("exc_type", ""), _DIGITS.sub("#", ev.fields.get("msg", ""))[:120])
-        groups.setdefault(key, set()).add(ev.rank if ev.rank is not None else (ev.source, ev.task, ev.local_rank))
-    for ev in found:
-        key = (ev.fields.get("exc_type", ""), _DIGITS.sub("#", ev.fields.get("msg", ""))[:120])
-        ev.fields["ranks"] = str(len(groups[key]))
+        groups.setdefault(_same_key(ev), []).append(ev)
+    for same in groups.values():
+        ranked = {e.rank for e in same if e.rank is not None}
+        tasks = {(e.source, e.task) for e in same if e.rank is not None}
+        unranked = {
+            (e.source, e.task, e.local_rank) for e in same if e.rank is None and (e.source, e.task) not in tasks
+        }
+        for ev in same:
+            ev.fields["ranks"] = str(len(ranked) + len(unranked))
+
+
+def _same_key(ev: Event) -> tuple[str, str]:
+    return ev.fields.get("exc_type", ""), _DIGITS.sub("#", ev.fields.get("msg", ""))[:120]
