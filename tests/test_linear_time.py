@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 import pytest
 
+from slurm_hooks.diagnose.exceptions import clean
 from slurm_hooks.rules import load_rule_pack
 from slurm_hooks.rules.pattern import compile_linear
-from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
-from slurm_hooks.diagnose.exceptions import clean
 from slurm_hooks.timeline import tracebacks
+from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.prefixes import strip_prefixes
 
 SMALL, FACTOR = 8192, 8  # input lengths SMALL and SMALL * FACTOR
@@ -119,7 +119,7 @@ HEADS = [
     "2025-11-18T02:31:07Z host kernel: ",
     " 1: [default1]:[rank1]:",
     "[a",
-    "  File \"",
+    '  File "',
     "E1201 10:17:01.235000 26862 ",
     "\x1b[",
 ]
