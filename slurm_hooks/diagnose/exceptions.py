@@ -131,7 +131,7 @@ class _Finder:
         text = f"{cause.exc_type}: {cause.message}" if cause.message else cause.exc_type
         if block.went_on or any((rel, r.line_no) in self.primary_lines for r in block.chain):
             return None
-        if any(r.search(text) is not None for r in self.consequences):
+        if any(_has_keyword(r, text) and r.search(text) is not None for r in self.consequences):
             return None
         task, local_rank, prefix_rank = block.stream
         entry = self._summary_entry(rel, block)
@@ -216,9 +216,15 @@ class _Finder:
         for raised in chain:
             text = f"{raised.exc_type}: {raised.message}"
             for rule in self.kinds:
+                if not _has_keyword(rule, text):
+                    continue
                 if (fields := rule.search(text)) is not None and fields.get("kind"):
                     return fields["kind"], self.pack.has(rule.family, "node_fault"), fields.get("path", "")
         return "other", False, ""
+
+
+def _has_keyword(rule: Rule, text: str) -> bool:
+    return any(k in text for k in rule.keywords)
 
 
 def _count_same(found: list[Event]) -> None:
