@@ -180,7 +180,7 @@ class _Finder:
     def _place(self, block: Block, entry: TorchrunEntry | None) -> tuple[int | None, str | None]:
         task, local_rank, prefix_rank = block.stream
         node = self.ranks.task_nodes.get(task) if task is not None else None
-        if entry is not None:  # its host is torchrun's getfqdn(): only a job's node is a node (§8.20)
+        if entry is not None:  # its host is torchrun's getfqdn(): only a name of the job's nodes is a node
             return entry.rank, node or (entry.host if entry.host in self.ranks.nodes else None)
         if prefix_rank is not None:  # c10's [rankN]: a global rank (§8.13)
             return prefix_rank, self.ranks.node_of(prefix_rank) or node
