@@ -191,3 +191,4 @@ def test_app_exception_counts_by_kind_and_blames_a_node_only_when_its_kind_does(
     label = next(lab for lab in doc["labels"] if lab["label"] == "app_exception")
     assert label["jobs"] == 8 and label["kinds"] == {"file_not_found": 4, "cuda_error": 3, "disk_full": 1}
     assert [(r["node"], r["labels"]) for r in doc["root_nodes"]] == [("gb-r07-c02", {"app_exception": 3})]
+    assert "app_exception/file_not_found  4" in render(doc, "text", None)
