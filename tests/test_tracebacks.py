@@ -152,3 +152,20 @@ def test_a_site_that_disables_the_grammar_turns_the_label_off(tmp_path: Path) ->
     site = tmp_path / "site.yaml"
     site.write_text("rules:\n  - {name: python_exception, enabled: false}\n")
     assert diagnose(load_bundle(BUNDLES / "b06-python-exception-unknown"), load_rule_pack([site])).label == "unknown"
+
+
+def test_a_log_replaced_by_a_link_after_the_scan_is_refused_and_said(tmp_path: Path, pack) -> None:
+    from slurm_hooks.diagnose.exceptions import terminal_exceptions
+    from slurm_hooks.diagnose.ranks import build_rank_map
+    from slurm_hooks.timeline.events import build_timeline
+    from slurm_hooks.timeline.scan import default_scanner
+
+    path = _copy("b36-exc-address-in-use", tmp_path)
+    bundle = load_bundle(path)
+    timeline = build_timeline(bundle, pack, default_scanner())
+    log = path / "logs" / "job.out"
+    log.unlink()
+    log.symlink_to("/etc/passwd")
+    ranks = build_rank_map(timeline.events, bundle.job.nodes, pack)
+    assert terminal_exceptions(bundle, timeline.events, pack, ranks) == []
+    assert any("tracebacks not read" in s for s in bundle.skipped)

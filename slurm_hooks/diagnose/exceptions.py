@@ -6,7 +6,9 @@ A block (a traceback with its chained exceptions, or a logger's ERROR line) beco
   run's summary after it), and its rank's end says so: the stream's last lines, srun's exit line
   for its task, or torchrun's failure summary for its rank;
 - not a consequence: the pack's `consequence` rules (a peer went away, SIGTERM, ChildFailedError)
-  do not match its cause, and no crash or other primary line is the same line (the crash decides).
+  do not match its cause, no crash or other primary line is the same line (the crash decides),
+  and torchrun's summary does not list its rank as one it stopped (exit code -15/-9): the
+  summary witnesses which rank failed first.
 The cause of a chain is its first exception. Its kind is the best `exception_kind` rule that
 matches it (else the first of the chain that one matches; else `other`). Streams are capped, so
 a log with any number of ranks and tracebacks costs bounded memory.
@@ -31,6 +33,7 @@ LAST_STARTS = 4  # a stream's last traceback starts read: enough for a chain of 
 TAIL_LINES = 20  # a rank that printed at most this many lines after its exception ended with it
 SUMMARY_SPAN = 12  # lines from a torchrun summary entry's first line to its traceback
 MESSAGE_CHARS = 200
+STOPPED = (-15, -9)  # exit codes of workers torchrun itself stopped
 PLACED = 16  # a file's earliest exceptions placed between their neighbours' stamps (the rest keep their file's clock)
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x1f\x7f-\x9f]")
 _DIGITS = re.compile(r"\d+")
@@ -69,6 +72,8 @@ class _Finder:
                 self.starts.setdefault(ev.source, []).append(ev)
         self.primary_lines = {(e.source, e.line_no) for e in events if e.role == "primary"}
         self.task_ends = [e for e in events if pack.has(e.family, "task_end") and "tasks" in e.fields]
+        # torchrun's summary witnesses who failed first: a rank it stopped (SIGTERM, SIGKILL) failed after another
+        self.stopped = {e.rank for e in ranks.entries if e.code in STOPPED and e.rank is not None}
 
     def file(self, file: BundleFile) -> list[Event]:
         rel = file.rel
@@ -77,7 +82,11 @@ class _Finder:
             return []
         by_line = {e.line_no: e for e in heads}
         starts = self._starts(rel, heads)
-        blocks = read_blocks(file, starts, self._parse, self._went_on, self.bundle.skipped)
+        try:
+            blocks = read_blocks(file, starts, self._parse, self._went_on, self.bundle.skipped)
+        except OSError as exc:  # gone, or a link planted since the scan (refused, not followed)
+            self.bundle.skipped.append(f"{rel}: tracebacks not read ({exc.strerror or exc})")
+            return []
         found = [ev for b in blocks if (ev := self._event(rel, b, by_line.get(b.start_line))) is not None]
         self._place_untimed(file, found)
         return found
@@ -136,7 +145,10 @@ class _Finder:
         task, local_rank, prefix_rank = block.stream
         entry = self._summary_entry(rel, block)
         rank, node = self._place(block, entry)
+        node = node if node in self.ranks.nodes else None  # a log's host name that is no job node names none
         if not (block.lines_after <= TAIL_LINES or entry is not None or self._exited(task, rank)):
+            return None
+        if rank in self.stopped:
             return None
         if rank is None and task is None and prefix_rank is None and local_rank is None:
             rank, node = self._only_failed_task(node)

@@ -27,6 +27,7 @@ def exception_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict
     sightings = [fault, *same]
     rank = next((e.rank for e in sightings if e.rank is not None), None)
     node = next((e.node for e in sightings if e.node), None) or ctx.ranks.node_of(rank)
+    node = node if node in ctx.ranks.nodes else None
     f = fault.fields
     details: dict[str, Any] = {
         "exception": {
