@@ -27,7 +27,8 @@ def exception_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict
     sightings = [fault, *same]
     rank = next((e.rank for e in sightings if e.rank is not None), None)
     node = next((e.node for e in sightings if e.node), None) or ctx.ranks.node_of(rank)
-    node = node if node in ctx.ranks.nodes else None
+    nodes = ctx.ranks.nodes
+    node = node if node in nodes else (nodes[0] if len(nodes) == 1 else None)  # one node: it is the place
     f = fault.fields
     details: dict[str, Any] = {
         "exception": {
