@@ -169,3 +169,12 @@ def test_a_log_replaced_by_a_link_after_the_scan_is_refused_and_said(tmp_path: P
     ranks = build_rank_map(timeline.events, bundle.job.nodes, pack)
     assert terminal_exceptions(bundle, timeline.events, pack, ranks) == []
     assert any("tracebacks not read" in s for s in bundle.skipped)
+
+
+def test_without_torchruns_witness_the_first_printed_would_be_the_root(tmp_path: Path, pack) -> None:
+    """The control for b51: it is the summary's -15 for rank 1 that makes rank 0 the first."""
+    path = _copy("b51-exc-torchrun-summary-names-the-first", tmp_path)
+    log = path / "logs" / "job.out"
+    log.write_text(log.read_text().replace("exitcode  : -15 (pid: 88189)", "exitcode  : 1 (pid: 88189)"))
+    got = diagnose(load_bundle(path), pack)
+    assert (got.label, got.root_rank) == ("app_exception", 1)
