@@ -20,7 +20,8 @@ import re
 from collections.abc import Iterable
 
 from slurm_hooks.bundle import Bundle, BundleFile
-from slurm_hooks.diagnose.ranks import RankMap, TorchrunEntry, expand_tasks
+from slurm_hooks.diagnose.exception_place import Placer
+from slurm_hooks.diagnose.ranks import RankMap
 from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext
 from slurm_hooks.timeline.events import Event
@@ -31,9 +32,7 @@ from slurm_hooks.timeline.untimed import place_untimed
 MAX_STREAMS = 4096  # streams followed per file (ranks × files): beyond, the latest ones
 LAST_STARTS = 4  # a stream's last traceback starts read: enough for a chain of that depth
 TAIL_LINES = 20  # a rank that printed at most this many lines after its exception ended with it
-SUMMARY_SPAN = 12  # lines from a torchrun summary entry's first line to its traceback
 MESSAGE_CHARS = 200
-STOPPED = (-15, -9)  # exit codes of workers torchrun itself stopped
 PLACED = 16  # a file's earliest exceptions placed between their neighbours' stamps (the rest keep their file's clock)
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x1f\x7f-\x9f]")
 _DIGITS = re.compile(r"\d+")
@@ -71,9 +70,7 @@ class _Finder:
             ):
                 self.starts.setdefault(ev.source, []).append(ev)
         self.primary_lines = {(e.source, e.line_no) for e in events if e.role == "primary"}
-        self.task_ends = [e for e in events if pack.has(e.family, "task_end") and "tasks" in e.fields]
-        # torchrun's summary witnesses who failed first: a rank it stopped (SIGTERM, SIGKILL) failed after another
-        self.stopped = {e.rank for e in ranks.entries if e.code in STOPPED and e.rank is not None}
+        self.placer = Placer(ranks, [e for e in events if pack.has(e.family, "task_end") and "tasks" in e.fields])
 
     def file(self, file: BundleFile) -> list[Event]:
         rel = file.rel
@@ -142,16 +139,10 @@ class _Finder:
             return None
         if any(_has_keyword(r, text) and r.search(text) is not None for r in self.consequences):
             return None
-        task, local_rank, prefix_rank = block.stream
-        entry = self._summary_entry(rel, block)
-        rank, node = self._place(block, entry)
-        node = node if node in self.ranks.nodes else None  # a log's host name that is no job node names none
-        if not (block.lines_after <= TAIL_LINES or entry is not None or self._exited(task, rank)):
+        task, local_rank, _ = block.stream
+        rank, node, ended = self.placer.place(rel, block)
+        if not (block.lines_after <= TAIL_LINES or ended) or rank in self.placer.stopped:
             return None
-        if rank in self.stopped:
-            return None
-        if rank is None and task is None and prefix_rank is None and local_rank is None:
-            rank, node = self._only_failed_task(node)
         kind, node_fault, path = self._kind(block.chain)
         fields = {
             "exc_type": clean(cause.exc_type, 120),
@@ -176,53 +167,6 @@ class _Finder:
             lo=head.lo if head else None,
             hi=head.hi if head else None,
         )
-
-    def _summary_entry(self, rel: str, block: Block) -> TorchrunEntry | None:
-        """The torchrun summary entry whose `traceback :` this block is (its error_file's)."""
-        task = block.stream[0]
-        return next(
-            (
-                e
-                for e in self.ranks.entries
-                if e.source == rel and e.task == task and 0 < block.start_line - e.first_line <= SUMMARY_SPAN
-            ),
-            None,
-        )
-
-    def _place(self, block: Block, entry: TorchrunEntry | None) -> tuple[int | None, str | None]:
-        task, local_rank, prefix_rank = block.stream
-        node = self.ranks.task_nodes.get(task) if task is not None else None
-        if entry is not None:  # its host is torchrun's getfqdn(): only a name of the job's nodes is a node
-            return entry.rank, node or (entry.host if entry.host in self.ranks.nodes else None)
-        if prefix_rank is not None:  # c10's [rankN]: a global rank (§8.13)
-            return prefix_rank, self.ranks.node_of(prefix_rank) or node
-        if local_rank is not None and len(self.ranks.nodes) == 1:  # one node: its local ranks are the ranks
-            return local_rank, node or self.ranks.nodes[0]
-        if local_rank is not None:  # torchrun's [defaultN]: the summary maps it, on its node
-            mapped = next(
-                (e for e in self.ranks.entries if e.local_rank == local_rank and e.host and e.host == node), None
-            )
-            return (mapped.rank if mapped else None), node
-        if task is not None and not self.ranks.torchrun:
-            return task, node or self.ranks.node_of(task)
-        return None, node
-
-    def _exited(self, task: int | None, rank: int | None) -> bool:
-        """srun says the task ended (exit code, signal), or torchrun's summary names the rank."""
-        if rank is not None and any(e.rank == rank for e in self.ranks.entries):
-            return True
-        if task is None:
-            return False
-        return any(task in expand_tasks(e.fields["tasks"], limit=4096) for e in self.task_ends)
-
-    def _only_failed_task(self, node: str | None) -> tuple[int | None, str | None]:
-        """An unlabelled stream: the rank is the one task srun says failed, if only one did."""
-        exited = [e for e in self.task_ends if e.fields.get("what", "").startswith("Exited with exit code")]
-        failed = {t for e in exited for t in expand_tasks(e.fields["tasks"], limit=2)}
-        if len(failed) != 1:
-            return None, node
-        task = failed.pop()
-        return task, node or self.ranks.task_nodes.get(task) or self.ranks.node_of(task)
 
     def _kind(self, chain: Iterable[Raised]) -> tuple[str, bool, str]:
         for raised in chain:
