@@ -15,12 +15,22 @@ from slurm_hooks.timeline.tracebacks import Block
 
 SUMMARY_SPAN = 12  # lines from a torchrun summary entry's first line to its traceback
 STOPPED = (-15, -9)  # exit codes of workers torchrun itself stopped
+MAX_TASKS = 1 << 16  # tasks srun's lines are read for
 
 
 class Placer:
     def __init__(self, ranks: RankMap, task_ends: list[Event]) -> None:
         self.ranks = ranks
         self.task_ends = task_ends
+        # srun's own lines name Slurm's node of a task (the rank map may hold a log's host name for it), and
+        # which tasks ended; both bounded, whatever task ranges the lines print
+        self.task_nodes: dict[int, str | None] = {}
+        for e in task_ends:
+            for t in expand_tasks(e.fields["tasks"], limit=MAX_TASKS):
+                if len(self.task_nodes) >= MAX_TASKS:
+                    break
+                node = e.node if e.node in ranks.nodes else None
+                self.task_nodes[t] = self.task_nodes.get(t) or node
         # torchrun's summary witnesses who failed first: a rank it stopped (SIGTERM, SIGKILL) failed after another
         self.stopped = {e.rank for e in ranks.entries if e.code in STOPPED and e.rank is not None}
 
@@ -48,11 +58,11 @@ class Placer:
 
     def _place(self, block: Block, entry: TorchrunEntry | None) -> tuple[int | None, str | None]:
         task, local_rank, prefix_rank = block.stream
-        node = self.ranks.task_nodes.get(task) if task is not None else None
+        node = self._task_node(task) if task is not None else None
         if entry is not None:  # its host is torchrun's getfqdn(): only a name of the job's nodes is a node
             return entry.rank, node or (entry.host if entry.host in self.ranks.nodes else None)
         if prefix_rank is not None:  # c10's [rankN]: a global rank (§8.13)
-            return prefix_rank, self.ranks.node_of(prefix_rank) or node
+            return prefix_rank, node or self._job_node(self.ranks.node_of(prefix_rank))  # its task's node first
         if local_rank is not None and len(self.ranks.nodes) == 1:  # one node: its local ranks are the ranks
             return local_rank, node or self.ranks.nodes[0]
         if local_rank is not None:  # torchrun's [defaultN]: the summary maps it, on its node
@@ -61,7 +71,7 @@ class Placer:
             )
             return (mapped.rank if mapped else None), node
         if task is not None and not self.ranks.torchrun:
-            return task, node or self.ranks.node_of(task)
+            return task, node or self._job_node(self.ranks.node_of(task))
         return None, node
 
     def _exited(self, task: int | None, rank: int | None) -> bool:
@@ -70,7 +80,7 @@ class Placer:
             return True
         if task is None:
             return False
-        return any(task in expand_tasks(e.fields["tasks"], limit=4096) for e in self.task_ends)
+        return task in self.task_nodes
 
     def _only_failed_task(self, node: str | None) -> tuple[int | None, str | None]:
         """An unlabelled stream: the rank is the one task srun says failed, if only one did."""
@@ -79,4 +89,13 @@ class Placer:
         if len(failed) != 1:
             return None, node
         task = failed.pop()
-        return task, node or self.ranks.task_nodes.get(task) or self.ranks.node_of(task)
+        return task, node or self._task_node(task) or self._job_node(self.ranks.node_of(task))
+
+    def _job_node(self, node: str | None) -> str | None:
+        """A rank's node as the rank map has it, only when it is one of the job's (torchrun's host may be localhost)."""
+        return node if node in self.ranks.nodes else None
+
+    def _task_node(self, task: int | None) -> str | None:
+        if task is None:
+            return None
+        return self.task_nodes.get(task) or self._job_node(self.ranks.task_nodes.get(task))
