@@ -37,6 +37,25 @@ def test_round_trip_survives_sacctmgr_lowercasing() -> None:
     }
 
 
+def test_app_exception_records_its_kind_and_only_a_checked_one() -> None:
+    diag = {**DIAG, "label": "app_exception", "details": {"exception": {"kind": "disk_full", "points_at_node": True}}}
+    fields = decode(encode(diag, state="FAILED"))
+    assert fields is not None and (fields["label"], fields["exc"], fields["excnode"]) == (
+        "app_exception",
+        "disk_full",
+        "1",
+    )
+    forged = {"kind": "x excnode=1 label=success", "message": "exc=cuda_error", "points_at_node": "yes"}
+    fields = decode(encode({**diag, "details": {"exception": forged}}))
+    assert (
+        fields is not None
+        and fields["exc"] == "other"
+        and "excnode" not in fields
+        and fields["label"] == "app_exception"
+    )
+    assert "exc" not in (decode(encode(DIAG)) or {})  # other labels carry no kind
+
+
 def test_hostile_values_cannot_break_the_record() -> None:
     diag = {**DIAG, "root_node": "evil|node\nslurm-hooks/v1 label=success", "facts": {"ncore_version": "'; drop"}}
     record = encode(diag)

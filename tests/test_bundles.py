@@ -34,6 +34,9 @@ def _check(path: Path, pack) -> None:
         assert ("masked_by_exit" in got.details) == expected["masked_by_exit"], got.details
     if "crashed_process" in expected:
         assert got.details.get("crashed_process") == expected["crashed_process"], got.details
+    if "exception" in expected:  # app_exception: what was raised, its kind, how many ranks raised it (§8.26)
+        exc = got.details["exception"]
+        assert {k: exc[k] for k in expected["exception"]} == expected["exception"], exc
     if "advice_has" in expected:
         assert any(expected["advice_has"] in line for line in got.advice), got.advice
     assert got.summary and got.advice

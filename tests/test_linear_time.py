@@ -13,8 +13,10 @@ from collections.abc import Callable
 
 import pytest
 
+from slurm_hooks.diagnose.exceptions import clean
 from slurm_hooks.rules import load_rule_pack
 from slurm_hooks.rules.pattern import compile_linear
+from slurm_hooks.timeline import tracebacks
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.prefixes import strip_prefixes
 
@@ -98,6 +100,9 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "strip_prefixes": strip_prefixes,
     "log_time": lambda s: log_time(s, CTX),
     "kernel_time": lambda s: kernel_time(s, CTX),
+    "traceback_lines": lambda s: [p.match(s) for p in (tracebacks._HEADER, tracebacks._FRAME, tracebacks._CHAINED)],
+    "launcher_lines": lambda s: tracebacks._NOT_THE_RANK.match(s),
+    "clean": clean,
 }
 HEADS = [
     "",
@@ -114,6 +119,9 @@ HEADS = [
     "2025-11-18T02:31:07Z host kernel: ",
     " 1: [default1]:[rank1]:",
     "[a",
+    '  File "',
+    "E1201 10:17:01.235000 26862 ",
+    "\x1b[",
 ]
 
 

@@ -175,3 +175,22 @@ def test_parse_when() -> None:
     assert parse_when("2026-11-01T00:00:00+00:00", now) == SINCE
     with pytest.raises(ValueError, match="neither a duration"):
         parse_when("last tuesday", now)
+
+
+def test_app_exception_counts_by_kind_and_blames_a_node_only_when_its_kind_does(config: Config) -> None:
+    def exc(job: str, kind: str, node: str, at_node: bool = False) -> AccountingRow:
+        text = f"slurm-hooks/v1 label=app_exception node={node} rank=0 {STACK} exc={kind}" + (
+            " excnode=1" if at_node else ""
+        )
+        return row(job, text)
+
+    jobs = [
+        *[exc(str(n), "file_not_found", "gb-r07-c01") for n in range(1, 5)],  # the user's bug, on one node
+        *[exc(str(n), "cuda_error", "gb-r07-c02", at_node=True) for n in range(5, 8)],
+        exc("8", "disk_full", "gb-r07-c02"),  # a shared file system filled up: not the node
+    ]
+    doc = report(jobs, config._replace(report=config.report._replace(repeat_root_min=1)), Filters(), SINCE, UNTIL)
+    label = next(lab for lab in doc["labels"] if lab["label"] == "app_exception")
+    assert label["jobs"] == 8 and label["kinds"] == {"file_not_found": 4, "cuda_error": 3, "disk_full": 1}
+    assert [(r["node"], r["labels"]) for r in doc["root_nodes"]] == [("gb-r07-c02", {"app_exception": 3})]
+    assert "app_exception/file_not_found  4" in render(doc, "text", None)

@@ -23,6 +23,7 @@ from slurm_hooks.diagnose.bounds import job_node
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Consequences, Crash, collect_crash, following
 from slurm_hooks.diagnose.notes import summarise
+from slurm_hooks.diagnose.raised import exception_verdict
 from slurm_hooks.diagnose.recorder import apply_flight
 from slurm_hooks.diagnose.result import Diagnosis, event_record, fault_record, iso
 from slurm_hooks.diagnose.verdict import (
@@ -67,6 +68,8 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
         if crash.rank is None:
             _parent_by_silence(ctx, crash, symptoms)
         verdict = crash_verdict(fault, crash, _cdmm(ctx, crash.node), after)
+    elif fault is not None and ctx.has(fault, "exception"):
+        verdict = exception_verdict(ctx, fault, after)
     elif fault is not None:
         verdict = hardware_verdict(ctx, fault, after)
     elif after is not None:
@@ -102,7 +105,7 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
     def counts(p: Event) -> bool:
         if id(p) in teardown:
             return False
-        if first_symptom is None:
+        if first_symptom is None or _same_line(p, first_symptom):  # `RuntimeError: CUDA error: ...` is both
             return True
         before = ctx.order.precedes(p, first_symptom)
         if before is False and _names_cause(ctx, first_symptom, p):
@@ -120,6 +123,10 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
     if death is not None and ctx.has(first[0], "link"):
         return death, []  # completion errors naming a peer that died are that death's consequence (§8.5)
     return _best_sighting(first), [_best_sighting(f) for f in faults if f is not first]
+
+
+def _same_line(a: Event, b: Event) -> bool:
+    return a.source == b.source and a.line_no == b.line_no
 
 
 def _names_cause(ctx: Context, symptom: Event, fault: Event) -> bool:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose.bounds import drop_out_of_job, job_ranks
+from slurm_hooks.diagnose.exceptions import terminal_exceptions
 from slurm_hooks.diagnose.order import Order
 from slurm_hooks.diagnose.ranks import RankMap, build_rank_map
 from slurm_hooks.diagnose.skew import correct, node_offsets
@@ -39,6 +40,7 @@ class Context:
         events = [e for e in timeline.events if id(e) not in outside]
         offsets = node_offsets(events, pack, ranks.nodes)
         events = correct(events, offsets)
+        events = _on_timeline(events, terminal_exceptions(bundle, events, pack, ranks))
         weak = weak_witnesses(bundle.job, events, ranks)
         return cls(bundle, events, pack, Order(pack.ordering.simultaneous_s), ranks, weak, offsets)
 
@@ -64,6 +66,15 @@ class Context:
     @property
     def merge_span(self) -> timedelta:
         return timedelta(seconds=self.pack.ordering.crash_merge_s)
+
+
+def _on_timeline(events: list[Event], raised: list[Event]) -> list[Event]:
+    """The terminal exceptions sorted in, in the timeline's own order (time, file, line)."""
+    if not raised:
+        return events
+    sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in [*events, *raised]))}
+    floor = datetime.min.replace(tzinfo=timezone.utc)
+    return sorted([*events, *raised], key=lambda e: (e.when or floor, sources[e.source], e.line_no))
 
 
 def _nodes_seen(bundle: Bundle) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from slurm_hooks.bundle import JobInfo
+from slurm_hooks.diagnose import raised
 from slurm_hooks.diagnose.result import iso
 from slurm_hooks.diagnose.verdict import Seen, Verdict
 from slurm_hooks.nodefacts import NodeFacts
@@ -79,6 +80,8 @@ def _primary(v: Verdict, node: str | None) -> str:
         text = "The OOM killer killed " + (fault.fields.get("comm") or "a process") + on + rank + at
     elif v.label == "node_fail":
         text = (f"Node {node} failed" if node else "A node failed") + at
+    elif v.label == "app_exception":
+        text = raised.summary(v, who(v.rank, node), at)
     else:
         text = (
             {
@@ -166,6 +169,7 @@ def advice(v: Verdict, pack: RulePack, job: JobInfo, facts: NodeFacts | None) ->
         "xid": v.details.get("xid"),
         "state": job.state or None,
         "versions": ", ".join(facts.versions()) if facts and facts.versions() else None,
+        **raised.advice_values(v),
     }
     if facts:
         values.update(
@@ -190,7 +194,7 @@ def _conditions(v: Verdict, pack: RulePack) -> set[str]:
         holds.add("nccl_followed")
     if v.crash is not None and v.crash.child:
         holds.add(v.crash.child)
-    return holds
+    return holds | raised.conditions(v)
 
 
 def _render(line: AdviceLine, known: dict[str, Any]) -> str | None:

@@ -87,6 +87,7 @@ class Tally:
         self.roots: Counter[tuple[str, str]] = Counter()  # (root node, label)
         self.root_days: dict[str, set[str]] = defaultdict(set)
         self.per_day: Counter[tuple[str, str]] = Counter()
+        self.kinds: Counter[str] = Counter()  # failed app_exception jobs by exception kind
         self.details = Lowest(details_limit)  # failed jobs: (label, state); diagnoses read at the end
 
     def unreadable(self, n: int) -> None:
@@ -133,6 +134,7 @@ class Tally:
         records = list(map(jobs.records.__getitem__, rows))
         nodes = list(map(_NODE, records))
         self.per_day.update(zip(days, labels, strict=True))
+        self.kinds.update(r.exc for r in records if r.exc)
         self.roots.update(compress(zip(nodes, labels, strict=True), nodes))
         for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
             _add_day(self.root_days[node], day)
@@ -174,6 +176,7 @@ class Tally:
             self.shape,
             self.per_day,
             self.roots,
+            self.kinds,
             *(counter for pair in self.groups for counter in pair),
         ]
 

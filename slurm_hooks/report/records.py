@@ -42,7 +42,8 @@ class Record(NamedTuple):
     # driver, cdmm, ncore and GPU model, space-separated (no value holds a space): a million rows are
     # counted by it, and a string keeps its hash where a tuple computes it again for every row
     config: str = "   "
-    node: str = ""  # root node
+    node: str = ""  # root node, where the report may blame it (app_exception: only a kind that points at it)
+    exc: str = ""  # app_exception's kind
 
 
 NONE = Record("none")
@@ -99,4 +100,6 @@ class RecordReader:
     def _ours(label: str, fields: dict[str, Any]) -> Record:
         get = fields.get
         config = f"{get('driver', '')} {get('cdmm', '')} {get('ncore', '')} {get('gpu', '')}"
-        return Record(OURS, label, config, fields.get("node", ""))
+        if label == "app_exception":  # where it happened is not a verdict on the node (§8.26)
+            return Record(OURS, label, config, get("node", "") if get("excnode") else "", get("exc", "") or "other")
+        return Record(OURS, label, config, get("node", ""))

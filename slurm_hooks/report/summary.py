@@ -66,6 +66,7 @@ def summarize(
                 "jobs": n,
                 "node_hours": round(t.lost[lab][0] / 3600, 2) if lab in t.lost else 0.0,
                 "gpu_hours": round(t.lost[lab][1] / 3600, 2) if lab in t.lost else 0.0,
+                **({"kinds": _most_first(t.kinds)} if lab == "app_exception" else {}),
             }
             for lab, n in sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))
             if lab == "success" or t.shown(lab)

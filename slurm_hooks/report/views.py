@@ -48,7 +48,14 @@ def view(doc: dict[str, Any], name: str) -> Table:
     if name == "label":
         return (
             ["label", "jobs", "node-hours lost", "GPU-hours lost"],
-            [[r["label"], r["jobs"], r["node_hours"], r["gpu_hours"]] for r in doc["labels"]],
+            [
+                row
+                for r in doc["labels"]
+                for row in [
+                    [r["label"], r["jobs"], r["node_hours"], r["gpu_hours"]],
+                    *([f"{r['label']}/{kind}", n, "", ""] for kind, n in r.get("kinds", {}).items()),  # by kind
+                ]
+            ],
         )
     if name == "config":
         return (

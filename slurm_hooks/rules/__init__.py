@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 ROLES = ("primary", "symptom", "marker", "frame", "context")
-SOURCES = ("log", "kernel", "any")
+SOURCES = ("log", "kernel", "any", "exception")  # exception: applied to traceback exception lines, never scanned
 MAX_RULE_FILE = 4 << 20  # bytes; a rule file is a page of YAML
 MAX_KEYWORDS = 5000  # distinct keywords in a pack: past ~20,000 no linear-time prefilter stays fast
 

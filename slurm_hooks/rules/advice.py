@@ -21,6 +21,8 @@ PLACEHOLDERS = (
     "versions",
     "xid",
     "state",
+    "exception",  # an app_exception's `Type: message`, cut, control bytes removed
+    "path",  # the path its message names
 )
 MAX_VALUE = 160  # characters of one filled-in value (facts come from files a job may have touched; {versions} joins 5)
 _TOKEN = re.compile(r"\{([^{}]*)\}")  # no nesting, one pass: linear in the template

@@ -17,6 +17,7 @@ LABELS = (
     "cdmm_checkpoint_segfault",
     "checkpoint_segfault",
     "app_segfault",
+    "app_exception",
     "nccl_timeout",
     "fabric_error",
     "gpu_xid",
@@ -55,10 +56,17 @@ TRAITS = frozenset(
         "host_address",  # a line that says which address is which host (§8.20)
         "sync_point",  # a line every node prints at one instant: node clock offsets come from these (§8.22)
         "peer_lost",  # a rank saw a peer go away: the consequence of a fault elsewhere, never a bound on it
+        "traceback",  # where a Python traceback starts (§8.26)
+        "logged_exception",  # an exception a logger printed at ERROR
+        "exception",  # a rank's terminal exception: the app_exception fault
+        "exception_kind",  # an exception's kind (the rule's `kind` field)
+        "node_fault",  # ... a kind that points at the node (report node findings)
+        "consequence",  # an exception other ranks raise after a peer went away: never a root
     }
 )
 # When an advice line applies; each names something the verdict knows.
 CONDITIONS = frozenset({"nccl_followed", "forked_writer", "dataloader_worker", "root_node", "no_root_node"})
+KIND_CONDITION = "exc:"  # `exc:<kind>`: the app_exception's kind (kinds are data: any rule's `kind` field)
 
 
 class VocabularyError(ValueError):
@@ -130,11 +138,16 @@ def _advice_line(item: Any, key: str, where: str, template_errors: Callable[[str
     if not isinstance(item, dict) or not isinstance(item.get("text"), str) or set(item) - {"text", "when"}:
         raise VocabularyError(f"{where}: key '{key}' must be a string or a mapping with 'text' and 'when'")
     when = item.get("when")
-    if when is not None and when not in CONDITIONS:
-        raise VocabularyError(f"{where}: key '{key}.when' must be one of {', '.join(sorted(CONDITIONS))}")
+    if when is not None and when not in CONDITIONS and not _kind_condition(when):
+        raise VocabularyError(f"{where}: key '{key}.when' must be one of {', '.join(sorted(CONDITIONS))} or exc:<kind>")
     if problems := template_errors(item["text"]):
         raise VocabularyError(f"{where}: key '{key}': {problems[0]}")
     return AdviceLine(item["text"], when)
+
+
+def _kind_condition(when: Any) -> bool:
+    kind = when[len(KIND_CONDITION) :] if isinstance(when, str) and when.startswith(KIND_CONDITION) else ""
+    return bool(kind) and kind.replace("_", "").isalnum() and kind.isascii() and kind.islower()
 
 
 def parse_progress(

@@ -1,6 +1,7 @@
 """The one-line record slurm-hooks writes to AdminComment (or Comment), and reading it back.
 
 `slurm-hooks/v1 label=cdmm_checkpoint_segfault node=gb-r03-c07 rank=9 driver=580.95.05 cdmm=on ncore=3.6.2`
+`slurm-hooks/v1 label=app_exception node=h100-p11 rank=0 ... exc=disk_full excnode=1`
 
 Built only from checked values, never from log text, so a job cannot forge or break it. It must
 survive sacctmgr 22.05 (lowercases values, turns quotes into backticks: we emit neither case nor
@@ -22,7 +23,8 @@ MAX_RECORD = 512
 _UNSAFE = re.compile(r"[^a-z0-9._:+-]")  # no "/": no value can contain our mark
 _SAFE_VALUE = re.compile(r"[a-z0-9._:+-]*")
 _TOKEN = re.compile(r"\S+")
-KEYS = ("label", "node", "rank", "driver", "cdmm", "ncore", "gpu", "xid", "exit", "state")
+KEYS = ("label", "node", "rank", "driver", "cdmm", "ncore", "gpu", "xid", "exit", "state", "exc", "excnode")
+_KIND = re.compile(r"[a-z][a-z0-9_]{0,31}")  # an exception kind: a rule pack name, never log text
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,20 @@ def encode(diagnosis: dict[str, Any], exit_code: str = "", state: str = "") -> s
         "xid": (diagnosis.get("details") or {}).get("xid"),
         "exit": exit_code,
         "state": state,
+        **_exception(diagnosis),
     }
     parts = [MARK] + [f"{k}={_value(v)}" for k, v in values.items() if v not in (None, "")]
     return " ".join(parts)[:MAX_RECORD]
+
+
+def _exception(diagnosis: dict[str, Any]) -> dict[str, str]:
+    """`exc=<kind>` for app_exception (and `excnode=1` when the kind points at the node, §8.26)."""
+    exc = (diagnosis.get("details") or {}).get("exception") if diagnosis.get("label") == "app_exception" else None
+    if not isinstance(exc, dict):
+        return {}
+    kind = exc.get("kind")
+    out = {"exc": kind if isinstance(kind, str) and _KIND.fullmatch(kind) else "other"}
+    return out | ({"excnode": "1"} if exc.get("points_at_node") is True else {})
 
 
 def _field(token: str) -> tuple[str, str] | None:

@@ -1,0 +1,105 @@
+"""Where a rank's traceback happened and whether its end is witnessed (log-signatures §8.13, §8.26).
+
+The rank: c10's `[rankN]:` (global), torchrun's summary entry that printed it (its error_file),
+torchrun's `[defaultN]:` on one node or as the summary maps it, an srun task that is a rank, or,
+for unlabelled output, the one task srun says failed. The node: the srun task's, a rank's known
+node, or a summary's host only when it is one of the job's nodes. The end: srun's line for the
+task, or torchrun's summary naming the rank.
+"""
+
+from __future__ import annotations
+
+from slurm_hooks.diagnose.ranks import RankMap, TorchrunEntry, expand_tasks
+from slurm_hooks.timeline.events import Event
+from slurm_hooks.timeline.tracebacks import Block
+
+SUMMARY_SPAN = 12  # lines from a torchrun summary entry's first line to its traceback
+STOPPED = (-15, -9)  # exit codes of workers torchrun itself stopped
+MAX_TASKS = 1 << 16  # tasks srun's lines are read for
+
+
+class Placer:
+    def __init__(self, ranks: RankMap, task_ends: list[Event]) -> None:
+        self.ranks = ranks
+        self.task_ends = task_ends
+        # srun's own lines name Slurm's node of a task (the rank map may hold a log's host name for it), and
+        # which tasks ended; both bounded, whatever task ranges the lines print
+        self.task_nodes: dict[int, str | None] = {}
+        lists: set[tuple[str | None, str]] = set()  # a list srun repeats is read once (§8.25)
+        for e in task_ends:
+            if len(self.task_nodes) >= MAX_TASKS:
+                break
+            if (e.node, e.fields["tasks"]) in lists:
+                continue
+            lists.add((e.node, e.fields["tasks"]))
+            node = e.node if e.node in ranks.nodes else None
+            for t in expand_tasks(e.fields["tasks"], below=ranks.world or MAX_TASKS):  # one node's tasks a line
+                self.task_nodes[t] = self.task_nodes.get(t) or node
+        # torchrun's summary witnesses who failed first: a rank it stopped (SIGTERM, SIGKILL) failed after another
+        self.stopped = {e.rank for e in ranks.entries if e.code in STOPPED and e.rank is not None}
+
+    def place(self, rel: str, block: Block) -> tuple[int | None, str | None, bool]:
+        """(rank, node, whether the rank's end is witnessed) of a block."""
+        task, local_rank, prefix_rank = block.stream
+        entry = self._summary_entry(rel, block)
+        rank, node = self._place(block, entry)
+        if rank is None and task is None and prefix_rank is None and local_rank is None:
+            rank, node = self._only_failed_task(node)
+        node = node if node in self.ranks.nodes else None  # a log's host name that is no job node names none
+        return rank, node, entry is not None or self._exited(task, rank)
+
+    def _summary_entry(self, rel: str, block: Block) -> TorchrunEntry | None:
+        """The torchrun summary entry whose `traceback :` this block is (its error_file's)."""
+        task = block.stream[0]
+        return next(
+            (
+                e
+                for e in self.ranks.entries
+                if e.source == rel and e.task == task and 0 < block.start_line - e.first_line <= SUMMARY_SPAN
+            ),
+            None,
+        )
+
+    def _place(self, block: Block, entry: TorchrunEntry | None) -> tuple[int | None, str | None]:
+        task, local_rank, prefix_rank = block.stream
+        node = self._task_node(task) if task is not None else None
+        if entry is not None:  # its host is torchrun's getfqdn(): only a name of the job's nodes is a node
+            return entry.rank, node or (entry.host if entry.host in self.ranks.nodes else None)
+        if prefix_rank is not None:  # c10's [rankN]: a global rank (§8.13)
+            return prefix_rank, node or self._job_node(self.ranks.node_of(prefix_rank))  # its task's node first
+        if local_rank is not None and len(self.ranks.nodes) == 1:  # one node: its local ranks are the ranks
+            return local_rank, node or self.ranks.nodes[0]
+        if local_rank is not None:  # torchrun's [defaultN]: the summary maps it, on its node
+            mapped = next(
+                (e for e in self.ranks.entries if e.local_rank == local_rank and e.host and e.host == node), None
+            )
+            return (mapped.rank if mapped else None), node
+        if task is not None and not self.ranks.torchrun:
+            return task, node or self._job_node(self.ranks.node_of(task))
+        return None, node
+
+    def _exited(self, task: int | None, rank: int | None) -> bool:
+        """srun says the task ended (exit code, signal), or torchrun's summary names the rank."""
+        if rank is not None and any(e.rank == rank for e in self.ranks.entries):
+            return True
+        if task is None:
+            return False
+        return task in self.task_nodes
+
+    def _only_failed_task(self, node: str | None) -> tuple[int | None, str | None]:
+        """An unlabelled stream: the rank is the one task srun says failed, if only one did."""
+        exited = [e for e in self.task_ends if e.fields.get("what", "").startswith("Exited with exit code")]
+        failed = {t for e in exited for t in expand_tasks(e.fields["tasks"], limit=2)}
+        if len(failed) != 1:
+            return None, node
+        task = failed.pop()
+        return task, node or self._task_node(task) or self._job_node(self.ranks.node_of(task))
+
+    def _job_node(self, node: str | None) -> str | None:
+        """A rank's node as the rank map has it, only when it is one of the job's (torchrun's host may be localhost)."""
+        return node if node in self.ranks.nodes else None
+
+    def _task_node(self, task: int | None) -> str | None:
+        if task is None:
+            return None
+        return self.task_nodes.get(task) or self._job_node(self.ranks.task_nodes.get(task))

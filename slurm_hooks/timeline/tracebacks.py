@@ -1,0 +1,190 @@
+"""Python tracebacks in a job log, read per rank's stream (log-signatures §8.26).
+
+A traceback's lines carry no keyword worth scanning for (`File "...", line N`, `KeyError: 'x'`),
+so the scan finds only where one starts (`Traceback (most recent call last):`, a logger's ERROR
+line); this module reads on from there, once, in one pass over the file, and follows each
+stream (srun task, torchrun `[defaultN]:`, c10 `[rankN]:` prefixes) on its own, so tracebacks
+that several ranks print interleaved come apart. For each stream it keeps only its last block
+(a traceback with the exceptions chained to it by `During handling of the above exception` or
+`The above exception was the direct cause`) and what the stream printed after it: memory is a
+few lines per stream, whatever the log holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from slurm_hooks.bundle import BundleFile
+from slurm_hooks.timeline.longlines import decode
+from slurm_hooks.timeline.prefixes import strip_prefixes
+from slurm_hooks.timeline.scan import MAX_LINE, line_terminator
+
+MAX_READ = 64 << 20  # bytes read from the first traceback a stream asks about
+MAX_CHAIN = 8  # exceptions kept per block: the first is the cause
+MAX_BLOCK_LINES = 2000  # a stream's lines inside one traceback before it is given up
+MAX_TEXT = 400
+_CHUNK = 1 << 20
+
+_HEADER = re.compile(r"^(\s*)(?:traceback\s*:\s*)?Traceback \(most recent call last\):\s*$")
+_FRAME = re.compile(r'^(\s*)File "(?P<file>[^"]{1,500})", line (?P<line>\d{1,9})')
+_CHAINED = re.compile(
+    r"^\s*(?:During handling of the above exception, another exception occurred:"
+    r"|The above exception was the direct cause of the following exception:)\s*$"
+)
+# What a launcher or Slurm prints into an unlabelled stream: not the rank going on.
+_NOT_THE_RANK = re.compile(r"^(?:srun: |slurmstepd: |[EWI]\d{4} \d\d:\d\d:\d\d\.\d+ \d+ .*torch/distributed/elastic)")
+
+Stream = tuple[int | None, int | None, int | None]  # srun task, torchrun local rank, c10 [rankN]
+
+
+@dataclass(frozen=True)
+class Raised:
+    """One exception line: `Type: message`, and the frame that raised it."""
+
+    exc_type: str
+    message: str
+    frame: str | None  # "train.py:41"
+    line_no: int
+    offset: int
+    text: str
+
+
+@dataclass
+class Block:
+    """A stream's last traceback (or logged exception) and what the stream did after it."""
+
+    stream: Stream
+    start_line: int
+    start_offset: int
+    chain: list[Raised] = field(default_factory=list)
+    went_on: bool = False  # training went on (a progress line) or a test run went on to its summary
+    lines_after: int = 0  # lines of the stream after the block (launcher lines not counted)
+    header_indent: int = 0
+    frame_indent: int | None = None
+    frame: str | None = None
+    state: str = "frames"  # frames -> raised -> (chained -> frames ...) -> done
+    stream_lines: int = 0
+
+
+@dataclass(frozen=True)
+class Start:
+    line_no: int
+    offset: int
+    stream: Stream
+    logged: Raised | None = None  # a logger's ERROR line: its own one-line block
+
+
+Parse = Callable[[str], tuple[str, str] | None]  # an exception line -> (type, message)
+
+
+def stream_of(line: str) -> tuple[Stream, str]:
+    pre = strip_prefixes(line)
+    return (pre.task, pre.local_rank, pre.rank), pre.body
+
+
+def read_blocks(
+    file: BundleFile,
+    starts: list[Start],
+    parse: Parse,
+    went_on: Callable[[str], bool],
+    notes: list[str],
+) -> list[Block]:
+    """The last block of each stream that has a start, in one pass from the earliest start."""
+    if not starts:
+        return []
+    first = min(starts, key=lambda s: s.offset)
+    logged = {s.line_no: s for s in starts if s.logged is not None}
+    streams = {s.stream for s in starts}
+    last: dict[Stream, Block] = {}
+    with file.open() as fh:
+        term = line_terminator(fh)
+        cut = False
+        for line_no, offset, raw in _lines(fh, first.offset, first.line_no, term):
+            if offset - first.offset > MAX_READ:
+                cut = True
+                break
+            stream, body = stream_of(decode(raw[:MAX_LINE]))
+            if stream not in streams:
+                continue
+            if line_no in logged:
+                start = logged[line_no]
+                assert start.logged is not None
+                last[stream] = Block(stream, line_no, offset, [start.logged], state="done")
+                continue
+            header = _HEADER.match(body)
+            block = last.get(stream)
+            if header and (block is None or block.state != "chained"):
+                last[stream] = Block(stream, line_no, offset, header_indent=len(header.group(1)))
+                continue
+            if block is not None:
+                _step(block, body, line_no, offset, header is not None, parse, went_on)
+    if cut:
+        notes.append(f"{file.rel}: tracebacks read for {MAX_READ >> 20} MiB from line {first.line_no}; the rest unread")
+    return [b for b in last.values() if b.chain]
+
+
+def _step(
+    b: Block, body: str, line_no: int, offset: int, header: bool, parse: Parse, went_on: Callable[[str], bool]
+) -> None:
+    """One more line of a block's stream."""
+    stripped = body.strip()
+    if b.state == "done":
+        if stripped and not _NOT_THE_RANK.match(body):
+            b.lines_after += 1
+            b.went_on = b.went_on or went_on(body)
+        return
+    b.stream_lines += 1
+    if b.stream_lines > MAX_BLOCK_LINES:
+        b.state = "done"
+        return
+    if b.state == "chained":
+        if header:
+            b.state, b.frame_indent, b.frame = "frames", None, None
+        elif stripped:
+            b.state = "done"
+        return
+    if b.state == "raised":
+        if _CHAINED.match(body) and len(b.chain) < MAX_CHAIN:
+            b.state = "chained"
+        elif stripped:  # a message's further lines, or what the rank printed next
+            b.state = "done"
+            _step(b, body, line_no, offset, header, parse, went_on)
+        return
+    frame = _FRAME.match(body)
+    if frame:
+        b.frame_indent = len(frame.group(1))
+        b.frame = f"{frame.group('file').rsplit('/', 1)[-1]}:{frame.group('line')}"
+        return
+    indent = len(body) - len(body.lstrip())
+    limit = b.frame_indent if b.frame_indent is not None else b.header_indent + 1
+    if stripped and indent < limit and (got := parse(stripped)) is not None:
+        exc_type, message = got
+        b.chain.append(Raised(exc_type, message, b.frame, line_no, offset, stripped[:MAX_TEXT]))
+        b.state = "raised"
+
+
+def _lines(fh: BinaryIO, offset: int, line_no: int, term: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, offset, bytes) from `offset`, which starts line `line_no`; a long line's head only."""
+    fh.seek(offset)
+    buf, skipping = b"", False
+    while chunk := fh.read(_CHUNK):
+        buf += chunk
+        start = 0
+        while (end := buf.find(term, start)) >= 0:
+            if not skipping:
+                yield line_no, offset + start, buf[start : min(end, start + MAX_LINE)]
+            skipping = False
+            line_no += 1
+            start = end + 1
+        if len(buf) - start > MAX_LINE:  # an over-long line: keep its head, skip to its end
+            if not skipping:
+                yield line_no, offset + start, buf[start : start + MAX_LINE]
+            skipping = True
+            offset, buf = offset + len(buf), b""
+            continue
+        offset, buf = offset + start, buf[start:]
+    if buf and not skipping:
+        yield line_no, offset, buf[:MAX_LINE]
