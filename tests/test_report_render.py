@@ -65,7 +65,7 @@ def test_every_view_in_text_and_csv(doc: dict, view: str) -> None:
 
 
 def test_csv_and_json_agree(doc: dict) -> None:
-    rows = {r["label"]: int(r["jobs"]) for r in csv.DictReader(io.StringIO(render(doc, "csv", None)))}
+    rows = {r["label"]: int(r["jobs"]) for r in csv.DictReader(io.StringIO(render(doc, "csv", "label")))}
     again = json.loads(render(doc, "json", None))
     assert (
         rows

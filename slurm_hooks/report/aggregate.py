@@ -11,10 +11,11 @@ from __future__ import annotations
 import heapq
 from collections import Counter, defaultdict
 from itertools import compress
-from operator import itemgetter
+from operator import and_, itemgetter, ne
 from typing import Any
 
 from slurm_hooks.report.coverage import REASONS, SpoolView
+from slurm_hooks.report.exposure import Exposure
 from slurm_hooks.report.read import Jobs
 from slurm_hooks.report.records import OURS
 from slurm_hooks.slurm.accounting import TRUNCATED
@@ -24,6 +25,10 @@ SAMPLE = 100
 MAX_DAYS = 31  # days listed per root node
 _BUCKET, _LABEL, _CONFIG, _NODE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)  # of a records.Record
 _ENDED, _RACKS = itemgetter(1), itemgetter(1)  # of a read.Jobs state, of a spread
+
+
+Window = tuple[str, str]  # sacct's End as it prints it (local, `2026-11-01T00:00:00`): the first and last kept
+ANY_TIME: Window = ("", "\x7f")
 
 
 def _seconds() -> list[int]:  # a named factory: a Tally crosses process boundaries pickled
@@ -69,24 +74,35 @@ class Tally:
         spool: SpoolView,
         details_limit: int = 0,
         focus: frozenset[str] = frozenset(),
+        window: Window = ANY_TIME,
+        cluster: str = "",
     ) -> None:
         # --label: rates of these labels among all jobs (filtering the jobs would make every rate 100%)
         self.focus = focus
         self.spool = spool
+        self.window, self.cluster = window, cluster
         self.not_ended = 0
+        # rows outside the document's jobs (those that ended in the window), by why
+        self.outside: Counter[str] = Counter()
+        self.exposure = Exposure()
         self.inputs: Counter[str] = Counter()
         self.records: Counter[str] = Counter()
         self.uncovered: Counter[str] = Counter()  # failed jobs without a trusted record, by reason
         self.uncovered_ids: dict[str, Lowest] = {r: Lowest(SAMPLE) for r in REASONS}
         # One counter per row shape, split up at the end: a dict update per job is what costs here.
-        self.shape: Counter[tuple[Any, ...]] = Counter()  # label, config, recorded, n_nodes, n_racks
-        # (jobs, failed jobs) by partition, by user, by account
-        self.groups = tuple((Counter[str](), Counter[str]()) for _ in range(3))
-        # node- and GPU-seconds lost, as integers: the sum is the same in whatever order parts merge
-        self.lost: dict[str, list[int]] = defaultdict(_seconds)
+        # label, config, recorded, n_nodes, n_racks, crashed (a COMPLETED job with a crash)
+        self.shape: Counter[tuple[Any, ...]] = Counter()
+        # (jobs, failed or crashed jobs, crashed jobs) by partition, by user, by account
+        self.groups = tuple((Counter[str](), Counter[str](), Counter[str]()) for _ in range(3))
+        # node- and GPU-seconds lost, as integers: the sum is the same in whatever order parts merge;
+        # by (label, config, n_nodes), by (root node, label), by (day, label), by (group kind, name)
+        self.lost: dict[tuple[str, str, int], list[int]] = defaultdict(_seconds)
+        self.root_lost: dict[tuple[str, str], list[int]] = defaultdict(_seconds)
+        self.day_lost: dict[tuple[str, str], list[int]] = defaultdict(_seconds)
+        self.group_lost: dict[tuple[int, str], list[int]] = defaultdict(_seconds)
         self.roots: Counter[tuple[str, str]] = Counter()  # (root node, label)
         self.root_days: dict[str, set[str]] = defaultdict(set)
-        self.per_day: Counter[tuple[str, str]] = Counter()
+        self.per_day: Counter[tuple[str, str, bool]] = Counter()  # (day, label, crashed)
         self.details = Lowest(details_limit)  # failed jobs: (label, state); diagnoses read at the end
 
     def unreadable(self, n: int) -> None:
@@ -106,40 +122,76 @@ class Tally:
         if 0 in n_nodes:
             n_nodes = [given or len(nodes) for given, (nodes, _) in zip(n_nodes, jobs.spreads, strict=True)]
         inputs["no_nodes"] += n_nodes.count(0)
-        self.records.update(map(_BUCKET, records))
         ended = list(map(_ENDED, jobs.states))
-        waiting = ended.count(False)
-        self.not_ended += waiting
+        self.not_ended += ended.count(False)
+        kept = self._in_window(cols.end, ended)
+        self.records.update(map(_BUCKET, compress(records, kept)))
+        states = jobs.states
         failed = [
             done and (r.label != "success" if r.label else word != "COMPLETED")
-            for done, r, (word, _) in zip(ended, records, jobs.states, strict=True)
+            for done, r, (word, _) in zip(kept, records, states, strict=True)
+        ]
+        # A crash inside a COMPLETED job (our record's state=, else Slurm's): a crash, not a failed job.
+        crashed = [
+            bad and (r.state == "completed" if r.state else word == "COMPLETED")
+            for bad, r, (word, _) in zip(failed, records, states, strict=True)
         ]
         shown = [r.label or (UNRECORDED if bad else "success") for r, bad in zip(records, failed, strict=True)]
         recorded = map(bool, map(_LABEL, records))
-        shape = zip(shown, map(_CONFIG, records), recorded, n_nodes, map(_RACKS, jobs.spreads), strict=True)
-        self.shape.update(compress(shape, ended))
-        for (jobs_of, failed_of), column in zip(self.groups, (cols.partition, cols.user, cols.account), strict=True):
-            jobs_of.update(compress(column, ended) if waiting else column)  # a whole list counts fastest
+        configs = map(_CONFIG, records)
+        shape = zip(shown, configs, recorded, n_nodes, map(_RACKS, jobs.spreads), crashed, strict=True)
+        self.shape.update(compress(shape, kept))
+        whole = kept.count(True) == n
+        for (jobs_of, failed_of, crashed_of), column in zip(
+            self.groups, (cols.partition, cols.user, cols.account), strict=True
+        ):
+            jobs_of.update(column if whole else compress(column, kept))  # a whole list counts fastest
             failed_of.update(compress(column, failed))
-        self._failed(jobs, list(compress(range(n), failed)), shown, n_nodes)
+            if any(crashed):
+                crashed_of.update(compress(column, crashed))
+        self.exposure.add(jobs, kept, n_nodes)
+        self._failed(jobs, list(compress(range(n), failed)), shown, n_nodes, crashed)
 
-    def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int]) -> None:
+    def _in_window(self, ends: list[str], ended: list[bool]) -> list[bool]:
+        """Ended jobs whose End falls in the window: `--input` is cut as a live read is (an End
+        sacct did not give as a time is kept: nothing says it is outside)."""
+        if self.window == ANY_TIME:
+            return ended
+        first, last = self.window
+        inside = [first <= end <= last or not end[:1].isdigit() for end in ends]
+        kept = list(map(and_, ended, inside))
+        if kept.count(True) != ended.count(True):
+            for end in compress(ends, map(ne, ended, kept)):
+                self.outside["ended_before_window" if end < first else "ended_after_window"] += 1
+        return kept
+
+    def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int], crashed: list[bool]) -> None:
         """Hours lost, days, root nodes and coverage: the failed rows only."""
         cols = jobs.cols
         labels = list(map(shown.__getitem__, rows))
         days = [end[:10] if end[:1].isdigit() else "" for end in map(cols.end.__getitem__, rows)]
         records = list(map(jobs.records.__getitem__, rows))
         nodes = list(map(_NODE, records))
-        self.per_day.update(zip(days, labels, strict=True))
+        self.per_day.update(zip(days, labels, map(crashed.__getitem__, rows), strict=True))
         self.roots.update(compress(zip(nodes, labels, strict=True), nodes))
         for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
             _add_day(self.root_days[node], day)
         elapsed = map(cols.elapsed_s.__getitem__, rows)
         sizes = zip(map(n_nodes.__getitem__, rows), map(cols.n_gpus.__getitem__, rows), strict=True)
-        for label, seconds, (node_count, gpu_count) in zip(labels, elapsed, sizes, strict=True):
-            entry = self.lost[label]
-            entry[0] += seconds * node_count
-            entry[1] += seconds * gpu_count
+        groups = zip(
+            *(list(map(col.__getitem__, rows)) for col in (cols.partition, cols.user, cols.account)), strict=True
+        )
+        for label, record, node, day, seconds, (node_count, gpu_count), group in zip(
+            labels, records, nodes, days, elapsed, sizes, groups, strict=True
+        ):
+            node_s, gpu_s = seconds * node_count, seconds * gpu_count
+            entries = [self.lost[label, record.config, node_count], self.day_lost[day, label]]
+            entries += map(self.group_lost.__getitem__, zip(range(3), group, strict=True))
+            if node:
+                entries.append(self.root_lost[node, label])
+            for entry in entries:
+                entry[0] += node_s
+                entry[1] += gpu_s
         for i, label, record in zip(rows, labels, records, strict=True):
             if record.bucket != OURS:
                 reason = self.spool.reason(cols.job_id[i], record.bucket, cols.comment[i])
@@ -153,10 +205,12 @@ class Tally:
         self.not_ended += other.not_ended
         for mine, theirs in zip(self._counters(), other._counters(), strict=True):
             mine.update(theirs)
-        for label, (node_s, gpu_s) in other.lost.items():
-            entry = self.lost[label]
-            entry[0] += node_s
-            entry[1] += gpu_s
+        for own, their in zip(self._lost(), other._lost(), strict=True):
+            for key, (node_s, gpu_s) in their.items():
+                entry = own[key]
+                entry[0] += node_s
+                entry[1] += gpu_s
+        self.exposure.merge(other.exposure)
         for node, days in other.root_days.items():
             for day in days:
                 _add_day(self.root_days[node], day)
@@ -164,9 +218,13 @@ class Tally:
             self.uncovered_ids[reason].merge(ids)
         self.details.merge(other.details)
 
+    def _lost(self) -> list[dict[Any, list[int]]]:
+        return [self.lost, self.root_lost, self.day_lost, self.group_lost]
+
     def _counters(self) -> list[Counter[Any]]:
         return [
             self.inputs,
+            self.outside,
             self.records,
             self.uncovered,
             self.shape,

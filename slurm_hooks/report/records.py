@@ -43,6 +43,7 @@ class Record(NamedTuple):
     # counted by it, and a string keeps its hash where a tuple computes it again for every row
     config: str = "   "
     node: str = ""  # root node
+    state: str = ""  # the job's state as our record gives it (`completed`: a crash in a job that completed)
 
 
 NONE = Record("none")
@@ -99,4 +100,4 @@ class RecordReader:
     def _ours(label: str, fields: dict[str, Any]) -> Record:
         get = fields.get
         config = f"{get('driver', '')} {get('cdmm', '')} {get('ncore', '')} {get('gpu', '')}"
-        return Record(OURS, label, config, fields.get("node", ""))
+        return Record(OURS, label, config, get("node", ""), get("state", ""))
