@@ -185,3 +185,26 @@ def test_two_failures_on_one_node_are_noise(tmp_path) -> None:
     rows = fleet(8, twice)
     assert sum("label=gpu_xid node=gb-r07-c05" in r.admin_comment for r in rows) >= 2
     assert found(rows, tmp_path) == []
+
+
+def test_the_cluster_is_a_dimension_of_every_view_and_finding(tmp_path) -> None:
+    from slurm_hooks.report.parallel import count_rows
+    from slurm_hooks.report.run import counting, document
+    from slurm_hooks.report.views import VIEWS, view
+
+    config = Config(spool_dir=str(tmp_path))
+    tallies = [
+        count_rows(rows, counting(config, Filters(), 0, SINCE, UNTIL, name))
+        for name, rows in (("east", fleet(1, sick_node)), ("west", fleet(2)))
+    ]
+    doc = document(tallies, config, Filters(), SINCE, UNTIL)
+    assert doc["clusters"] == ["east", "west"] and doc["totals"]["jobs"] == 24_000
+    assert [(f["kind"], f["subject"]["cluster"]) for f in doc["findings"]] == [("node", "east")]
+    assert doc["findings"][0]["text"].startswith("[east] gb-r07-c05")
+    for name in VIEWS:
+        columns, rows = view(doc, name)
+        if name not in ("coverage", "records"):  # those two are the document's, over both
+            assert columns[0] == "cluster", name
+            assert {r[0] for r in rows} <= {"east", "west"}
+    labels = {(r["cluster"], r["label"]): r["jobs"] for r in doc["labels"]}
+    assert sum(n for (c, _), n in labels.items() if c == "east") == 12_000
