@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
-from itertools import compress
-from operator import and_, itemgetter, ne
-from typing import Any
+from collections.abc import Iterable
+from itertools import compress, repeat
+from operator import and_, ge, itemgetter, le, ne
+from typing import Any, TypeVar
 
 from slurm_hooks.report.coverage import REASONS, SpoolView
 from slurm_hooks.report.exposure import Exposure
@@ -20,11 +21,13 @@ from slurm_hooks.report.read import Jobs
 from slurm_hooks.report.records import OURS
 from slurm_hooks.slurm.accounting import TRUNCATED
 
+K = TypeVar("K")
 UNRECORDED = "(no record)"  # failed, but no record the report may trust
 SAMPLE = 100
 MAX_DAYS = 31  # days listed per root node
 _BUCKET, _LABEL, _CONFIG, _NODE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)  # of a records.Record
-_ENDED, _RACKS = itemgetter(1), itemgetter(1)  # of a read.Jobs state, of a spread
+_STATE = itemgetter(4)  # of a records.Record
+_WORD, _ENDED, _RACKS = itemgetter(0), itemgetter(1), itemgetter(1)  # of a read.Jobs state (2), of a spread
 
 
 Window = tuple[str, str]  # sacct's End as it prints it (local, `2026-11-01T00:00:00`): the first and last kept
@@ -42,6 +45,15 @@ def _add_day(days: set[str], day: str) -> None:
     elif day not in days and day < (latest := max(days)):
         days.remove(latest)
         days.add(day)
+
+
+def _sums(items: Iterable[tuple[K, list[int]]]) -> dict[K, list[int]]:
+    out: dict[K, list[int]] = defaultdict(_seconds)
+    for key, (node_s, gpu_s) in items:
+        entry = out[key]
+        entry[0] += node_s
+        entry[1] += gpu_s
+    return dict(out)
 
 
 class Lowest:
@@ -95,11 +107,11 @@ class Tally:
         # (jobs, failed or crashed jobs, crashed jobs) by partition, by user, by account
         self.groups = tuple((Counter[str](), Counter[str](), Counter[str]()) for _ in range(3))
         # node- and GPU-seconds lost, as integers: the sum is the same in whatever order parts merge;
-        # by (label, config, n_nodes), by (root node, label), by (day, label), by (group kind, name)
-        self.lost: dict[tuple[str, str, int], list[int]] = defaultdict(_seconds)
+        # by (label, config, n_nodes, day), by (partition, user, account) (one update per failed job
+        # each: the lost, day_lost and group_lost views are summed from them), by (root node, label)
+        self.lost_at: dict[tuple[str, str, int, str], list[int]] = defaultdict(_seconds)
+        self.group_lost_at: dict[tuple[str, str, str], list[int]] = defaultdict(_seconds)
         self.root_lost: dict[tuple[str, str], list[int]] = defaultdict(_seconds)
-        self.day_lost: dict[tuple[str, str], list[int]] = defaultdict(_seconds)
-        self.group_lost: dict[tuple[int, str], list[int]] = defaultdict(_seconds)
         self.roots: Counter[tuple[str, str]] = Counter()  # (root node, label)
         self.root_days: dict[str, set[str]] = defaultdict(set)
         self.per_day: Counter[tuple[str, str, bool]] = Counter()  # (day, label, crashed)
@@ -131,11 +143,15 @@ class Tally:
             done and (r.label != "success" if r.label else word != "COMPLETED")
             for done, r, (word, _) in zip(kept, records, states, strict=True)
         ]
+        bad_rows = list(compress(range(n), failed))
         # A crash inside a COMPLETED job (our record's state=, else Slurm's): a crash, not a failed job.
-        crashed = [
-            bad and (r.state == "completed" if r.state else word == "COMPLETED")
-            for bad, r, (word, _) in zip(failed, records, states, strict=True)
-        ]
+        crashed = [False] * n
+        if "completed" in set(map(_STATE, compress(records, failed))) or "COMPLETED" in set(
+            map(_WORD, compress(states, failed))
+        ):  # rare: in C first
+            for i in bad_rows:
+                state = records[i].state
+                crashed[i] = state == "completed" if state else states[i][0] == "COMPLETED"
         shown = [r.label or (UNRECORDED if bad else "success") for r, bad in zip(records, failed, strict=True)]
         recorded = map(bool, map(_LABEL, records))
         configs = map(_CONFIG, records)
@@ -150,7 +166,7 @@ class Tally:
             if any(crashed):
                 crashed_of.update(compress(column, crashed))
         self.exposure.add(jobs, kept, n_nodes)
-        self._failed(jobs, list(compress(range(n), failed)), shown, n_nodes, crashed)
+        self._failed(jobs, bad_rows, shown, n_nodes, crashed)
 
     def _in_window(self, ends: list[str], ended: list[bool]) -> list[bool]:
         """Ended jobs whose End falls in the window: `--input` is cut as a live read is (an End
@@ -158,11 +174,14 @@ class Tally:
         if self.window == ANY_TIME:
             return ended
         first, last = self.window
-        inside = [first <= end <= last or not end[:1].isdigit() for end in ends]
-        kept = list(map(and_, ended, inside))
-        if kept.count(True) != ended.count(True):
-            for end in compress(ends, map(ne, ended, kept)):
-                self.outside["ended_before_window" if end < first else "ended_after_window"] += 1
+        if not ends or (first <= min(ends) and max(ends) <= last):  # the common case, checked in C
+            return ended
+        kept = list(map(and_, ended, map(and_, map(le, repeat(first), ends), map(ge, repeat(last), ends))))
+        for i in compress(range(len(ends)), map(ne, ended, kept)):
+            if not ends[i][:1].isdigit():
+                kept[i] = True
+            else:
+                self.outside["ended_before_window" if ends[i] < first else "ended_after_window"] += 1
         return kept
 
     def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int], crashed: list[bool]) -> None:
@@ -181,15 +200,19 @@ class Tally:
         groups = zip(
             *(list(map(col.__getitem__, rows)) for col in (cols.partition, cols.user, cols.account)), strict=True
         )
+        lost, root_lost, group_lost = self.lost_at, self.root_lost, self.group_lost_at
         for label, record, node, day, seconds, (node_count, gpu_count), group in zip(
             labels, records, nodes, days, elapsed, sizes, groups, strict=True
         ):
             node_s, gpu_s = seconds * node_count, seconds * gpu_count
-            entries = [self.lost[label, record.config, node_count], self.day_lost[day, label]]
-            entries += map(self.group_lost.__getitem__, zip(range(3), group, strict=True))
+            entry = lost[label, record.config, node_count, day]
+            entry[0] += node_s
+            entry[1] += gpu_s
+            entry = group_lost[group]
+            entry[0] += node_s
+            entry[1] += gpu_s
             if node:
-                entries.append(self.root_lost[node, label])
-            for entry in entries:
+                entry = root_lost[node, label]
                 entry[0] += node_s
                 entry[1] += gpu_s
         for i, label, record in zip(rows, labels, records, strict=True):
@@ -219,7 +242,23 @@ class Tally:
         self.details.merge(other.details)
 
     def _lost(self) -> list[dict[Any, list[int]]]:
-        return [self.lost, self.root_lost, self.day_lost, self.group_lost]
+        return [self.lost_at, self.root_lost, self.group_lost_at]
+
+    @property
+    def lost(self) -> dict[tuple[str, str, int], list[int]]:
+        """Seconds lost by (label, config, n_nodes)."""
+        return _sums((key[:3], seconds) for key, seconds in self.lost_at.items())
+
+    @property
+    def day_lost(self) -> dict[tuple[str, str], list[int]]:
+        """Seconds lost by (day, label)."""
+        return _sums(((key[3], key[0]), seconds) for key, seconds in self.lost_at.items())
+
+    @property
+    def group_lost(self) -> dict[tuple[int, str], list[int]]:
+        """Seconds lost by (0 partition | 1 user | 2 account, its name)."""
+        items = self.group_lost_at.items()
+        return _sums(((i, group[i]), seconds) for group, seconds in items for i in range(3))
 
     def _counters(self) -> list[Counter[Any]]:
         return [

@@ -15,6 +15,9 @@ MIN_FAILURES = 5  # fewer failures than this in the subject: no test is made (no
 MIN_RATIO = 2.0  # the effect must also be large: twice (or half) the rest's rate
 GROUP_RATIO = 1.5  # a group: half again the rest's failure rate, and 5 points above it
 GROUP_MIN_JOBS = 20
+# The p-value given to a test whose effect is too small to act on: it counts in the correction (which
+# it only makes stricter) but can never be a finding, so its exact tail is not summed.
+NOT_COMPUTED = 1.0
 CHANGE_MIN_JOBS = 50  # jobs on each side of a change point
 
 

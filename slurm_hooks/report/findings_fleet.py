@@ -12,6 +12,7 @@ from slurm_hooks.report.finding import (
     GROUP_RATIO,
     MIN_FAILURES,
     MIN_RATIO,
+    NOT_COMPUTED,
     Test,
     failure_labels,
     pair,
@@ -38,7 +39,7 @@ def config_tests(t: Tally) -> Iterator[Test]:
         return
     fleet = sum(by_config.values(), Counter[str]())
     jobs = sum(fleet.values())
-    gpu_all = sum(t.exposure.config_gpu_s.values())
+    gpu_all = t.exposure.recorded_gpu_s()
     for label in failure_labels(t, fleet):
         for config, labels in sorted(by_config.items()):
             a, n1 = labels[label], sum(labels.values())
@@ -46,6 +47,7 @@ def config_tests(t: Tally) -> Iterator[Test]:
             if a < MIN_FAILURES or n2 == 0:
                 continue
             ratio = relative_risk(a, n1, c, n2)
+            large = ratio[0] >= MIN_RATIO
             gpu_in, gpu_of = lost[label, config][1], t.exposure.config_gpu_s[config]
             gpu_out = sum(lost[label, other][1] for other in by_config if other != config)
             yield Test(
@@ -57,9 +59,9 @@ def config_tests(t: Tally) -> Iterator[Test]:
                 a / n1,
                 c / n2,
                 ratio,
-                fisher_greater(a, n1 - a, c, n2 - c),
+                fisher_greater(a, n1 - a, c, n2 - c) if large else NOT_COMPUTED,
                 pair(lost[label, config]),
-                ratio[0] >= MIN_RATIO,
+                large,
                 {
                     "baseline_jobs": n2,
                     "gpu_rate": round(gpu_in / gpu_of, 4) if gpu_of else 0.0,
@@ -74,7 +76,8 @@ def node_tests(t: Tally) -> Iterator[Test]:
     for (_, label), n in t.roots.items():
         rooted[label] += n
     exposure = t.exposure
-    total = sum(exposure.share(node) for node in exposure.node_jobs)
+    by_node = exposure.jobs_by_node()
+    total = sum(exposure.share(node) for node in by_node)
     if total <= 0:
         return
     for (node, label), observed in sorted(t.roots.items()):
@@ -82,19 +85,20 @@ def node_tests(t: Tally) -> Iterator[Test]:
         if observed < MIN_FAILURES or not t.shown(label) or share <= 0:
             continue
         expected = rooted[label] * share / total
+        large = observed >= MIN_RATIO * expected
         low, high = _poisson_interval(observed)
         yield Test(
             "node",
             label,
             {"cluster": t.cluster, "node": node},
-            sum(exposure.node_jobs[node].values()),
+            sum(by_node[node].values()),
             observed,
             observed / share,
             rooted[label] / total,
             (observed / expected, low / expected, high / expected),
-            binom_sf(observed, rooted[label], share / total),
+            binom_sf(observed, rooted[label], share / total) if large else NOT_COMPUTED,
             pair(t.root_lost.get((node, label), [0, 0])),
-            observed >= MIN_RATIO * expected,
+            large,
             {"expected": round(expected, 2), "days": sorted(t.root_days.get(node, ()))},
         )
 
@@ -108,6 +112,7 @@ def _poisson_interval(k: int) -> tuple[float, float]:
 
 def group_tests(t: Tally) -> Iterator[Test]:
     """Each partition, user and account's failure rate against the rest of its cluster's jobs."""
+    group_lost = t.group_lost
     for i, (kind, (jobs, failed, _)) in enumerate(zip(("partition", "user", "account"), t.groups, strict=True)):
         all_jobs, all_failed = sum(jobs.values()), sum(failed.values())
         for name, n1 in sorted(jobs.items()):
@@ -116,6 +121,7 @@ def group_tests(t: Tally) -> Iterator[Test]:
             if n1 < GROUP_MIN_JOBS or a < MIN_FAILURES or n2 < GROUP_MIN_JOBS:
                 continue
             ratio = relative_risk(a, n1, c, n2)
+            large = ratio[0] >= GROUP_RATIO and a / n1 - c / n2 >= 0.05
             yield Test(
                 "group",
                 "failed",
@@ -125,8 +131,8 @@ def group_tests(t: Tally) -> Iterator[Test]:
                 a / n1,
                 c / n2,
                 ratio,
-                fisher_greater(a, n1 - a, c, n2 - c),
-                pair(t.group_lost.get((i, name), [0, 0])),
-                ratio[0] >= GROUP_RATIO and a / n1 - c / n2 >= 0.05,
+                fisher_greater(a, n1 - a, c, n2 - c) if large else NOT_COMPUTED,
+                pair(group_lost.get((i, name), [0, 0])),
+                large,
                 {"baseline_jobs": n2},
             )

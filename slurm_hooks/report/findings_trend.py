@@ -11,6 +11,7 @@ from slurm_hooks.report.finding import (
     GROUP_MIN_JOBS,
     MIN_FAILURES,
     MIN_RATIO,
+    NOT_COMPUTED,
     Test,
     failure_labels,
     pair,
@@ -26,14 +27,16 @@ from slurm_hooks.report.wording import CONFIG_KEYS
 
 def change_tests(t: Tally) -> Iterator[Test]:
     """For each label, every day as a change point (before it against from it on); all count as tests."""
-    days = sorted(d for d in t.exposure.day_jobs if d)
+    day_jobs = t.exposure.day_jobs
+    days = sorted(d for d in day_jobs if d)
     if len(days) < 2:
         return
     per_day: dict[str, Counter[str]] = defaultdict(Counter)
     for (day, label, _), n in t.per_day.items():
         per_day[label][day] += n
-    jobs = [t.exposure.day_jobs[d] for d in days]
+    jobs = [day_jobs[d] for d in days]
     first_seen = _first_seen(t)
+    day_lost = t.day_lost
     for label in failure_labels(t, Counter({lab: sum(c.values()) for lab, c in per_day.items()})):
         fails = [per_day[label][d] for d in days]
         for k in range(1, len(days)):
@@ -41,9 +44,10 @@ def change_tests(t: Tally) -> Iterator[Test]:
             a, c = sum(fails[k:]), sum(fails[:k])
             if min(n1, n2) < CHANGE_MIN_JOBS:
                 continue
-            p = fisher_two_sided(a, n1 - a, c, n2 - c)
             ratio = relative_risk(a, n1, c, n2)
-            lost = [sum(t.day_lost.get((d, label), [0, 0])[i] for d in days[k:]) for i in (0, 1)]
+            large = max(a, c) >= MIN_FAILURES and (ratio[0] >= MIN_RATIO or ratio[0] <= 1 / MIN_RATIO)
+            p = fisher_two_sided(a, n1 - a, c, n2 - c) if large else NOT_COMPUTED
+            lost = [sum(day_lost.get((d, label), [0, 0])[i] for d in days[k:]) for i in (0, 1)] if large else [0, 0]
             yield Test(
                 "change",
                 label,
@@ -55,7 +59,7 @@ def change_tests(t: Tally) -> Iterator[Test]:
                 ratio,
                 p,
                 (lost[0], lost[1]),
-                max(a, c) >= MIN_FAILURES and (ratio[0] >= MIN_RATIO or ratio[0] <= 1 / MIN_RATIO),
+                large,
                 {"new": first_seen.get(days[k], {}), "baseline_jobs": n2},
             )
 
@@ -63,7 +67,7 @@ def change_tests(t: Tally) -> Iterator[Test]:
 def _first_seen(t: Tally) -> dict[str, dict[str, list[str]]]:
     """Day -> the driver, CDMM, ncore and GPU values first seen that day (after the window's first)."""
     first: dict[tuple[int, str], str] = {}
-    for day, config in sorted(t.exposure.day_configs):
+    for config, day in sorted(t.exposure.first_day.items(), key=lambda kv: (kv[1], kv[0])):
         for i, value in enumerate(config.split(" ")):
             if value:
                 first.setdefault((i, value), day)

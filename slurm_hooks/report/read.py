@@ -106,8 +106,12 @@ class JobReader:
         )
 
     def _spread(self, node_list: str) -> tuple[tuple[str, ...], int]:
-        names = tuple(n.lower() for n in expand(node_list))  # our record lowercases node names
+        names = node_names(node_list)
         return names, len({self.rack(n) for n in names})
+
+
+def node_names(node_list: str) -> tuple[str, ...]:
+    return tuple(n.lower() for n in expand(node_list))  # our record lowercases node names
 
 
 def _state(state: str) -> tuple[str, bool]:

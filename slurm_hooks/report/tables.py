@@ -39,13 +39,14 @@ def labels(t: Tally) -> list[dict[str, Any]]:
 
 
 def per_day(t: Tally) -> list[dict[str, Any]]:
+    day_jobs = t.exposure.day_jobs
     days: Counter[tuple[str, str]] = Counter()
     crashed: Counter[tuple[str, str]] = Counter()
     for (day, label, crash), n in t.per_day.items():
         days[day, label] += n
         crashed[day, label] += n if crash else 0
     return [
-        {"day": d, "label": lab, "failures": n, "crashed": crashed[d, lab], "jobs": t.exposure.day_jobs[d]}
+        {"day": d, "label": lab, "failures": n, "crashed": crashed[d, lab], "jobs": day_jobs[d]}
         for (d, lab), n in sorted(days.items())
         if t.shown(lab)
     ]
