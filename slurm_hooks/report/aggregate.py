@@ -8,23 +8,20 @@ so the result does not depend on how the stream was split or in which order batc
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from itertools import compress, repeat
 from operator import and_, ge, itemgetter, le, ne
-from typing import Any, TypeVar
+from typing import Any
 
+from slurm_hooks.report.bounded import Lowest, add_day, sums, zero_seconds
 from slurm_hooks.report.coverage import REASONS, SpoolView
 from slurm_hooks.report.exposure import Exposure
 from slurm_hooks.report.read import Jobs
 from slurm_hooks.report.records import OURS
 from slurm_hooks.slurm.accounting import TRUNCATED
 
-K = TypeVar("K")
 UNRECORDED = "(no record)"  # failed, but no record the report may trust
 SAMPLE = 100
-MAX_DAYS = 31  # days listed per root node
 _BUCKET, _LABEL, _CONFIG, _NODE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)  # of a records.Record
 _STATE = itemgetter(4)  # of a records.Record
 _WORD, _ENDED, _RACKS = itemgetter(0), itemgetter(1), itemgetter(1)  # of a read.Jobs state (2), of a spread
@@ -32,52 +29,6 @@ _WORD, _ENDED, _RACKS = itemgetter(0), itemgetter(1), itemgetter(1)  # of a read
 
 Window = tuple[str, str]  # sacct's End as it prints it (local, `2026-11-01T00:00:00`): the first and last kept
 ANY_TIME: Window = ("", "\x7f")
-
-
-def _seconds() -> list[int]:  # a named factory: a Tally crosses process boundaries pickled
-    return [0, 0]
-
-
-def _add_day(days: set[str], day: str) -> None:
-    """Keep the earliest MAX_DAYS days: the same set whatever order the failures come in."""
-    if len(days) < MAX_DAYS:
-        days.add(day)
-    elif day not in days and day < (latest := max(days)):
-        days.remove(latest)
-        days.add(day)
-
-
-def _sums(items: Iterable[tuple[K, list[int]]]) -> dict[K, list[int]]:
-    out: dict[K, list[int]] = defaultdict(_seconds)
-    for key, (node_s, gpu_s) in items:
-        entry = out[key]
-        entry[0] += node_s
-        entry[1] += gpu_s
-    return dict(out)
-
-
-class Lowest:
-    """The n lowest job ids seen, each with its payload: a bounded, order-independent sample."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.heap: list[tuple[int, str, tuple[str, ...]]] = []  # (-id, id, payload): the root is the highest kept
-
-    def add(self, job_id: str, *payload: str) -> None:
-        if self.n <= 0:
-            return
-        item = (-int(job_id), job_id, payload)
-        if len(self.heap) < self.n:
-            heapq.heappush(self.heap, item)
-        elif item > self.heap[0]:
-            heapq.heapreplace(self.heap, item)
-
-    def merge(self, other: Lowest) -> None:
-        for _, job_id, payload in other.heap:
-            self.add(job_id, *payload)
-
-    def sorted(self) -> list[tuple[str, tuple[str, ...]]]:
-        return [(job_id, payload) for _, job_id, payload in sorted(self.heap, reverse=True)]
 
 
 class Tally:
@@ -109,9 +60,9 @@ class Tally:
         # node- and GPU-seconds lost, as integers: the sum is the same in whatever order parts merge;
         # by (label, config, n_nodes, day), by (partition, user, account) (one update per failed job
         # each: the lost, day_lost and group_lost views are summed from them), by (root node, label)
-        self.lost_at: dict[tuple[str, str, int, str], list[int]] = defaultdict(_seconds)
-        self.group_lost_at: dict[tuple[str, str, str], list[int]] = defaultdict(_seconds)
-        self.root_lost: dict[tuple[str, str], list[int]] = defaultdict(_seconds)
+        self.lost_at: dict[tuple[str, str, int, str], list[int]] = defaultdict(zero_seconds)
+        self.group_lost_at: dict[tuple[str, str, str], list[int]] = defaultdict(zero_seconds)
+        self.root_lost: dict[tuple[str, str], list[int]] = defaultdict(zero_seconds)
         self.roots: Counter[tuple[str, str]] = Counter()  # (root node, label)
         self.root_days: dict[str, set[str]] = defaultdict(set)
         self.per_day: Counter[tuple[str, str, bool]] = Counter()  # (day, label, crashed)
@@ -194,7 +145,7 @@ class Tally:
         self.per_day.update(zip(days, labels, map(crashed.__getitem__, rows), strict=True))
         self.roots.update(compress(zip(nodes, labels, strict=True), nodes))
         for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
-            _add_day(self.root_days[node], day)
+            add_day(self.root_days[node], day)
         elapsed = map(cols.elapsed_s.__getitem__, rows)
         sizes = zip(map(n_nodes.__getitem__, rows), map(cols.n_gpus.__getitem__, rows), strict=True)
         groups = zip(
@@ -236,7 +187,7 @@ class Tally:
         self.exposure.merge(other.exposure)
         for node, days in other.root_days.items():
             for day in days:
-                _add_day(self.root_days[node], day)
+                add_day(self.root_days[node], day)
         for reason, ids in other.uncovered_ids.items():
             self.uncovered_ids[reason].merge(ids)
         self.details.merge(other.details)
@@ -247,18 +198,18 @@ class Tally:
     @property
     def lost(self) -> dict[tuple[str, str, int], list[int]]:
         """Seconds lost by (label, config, n_nodes)."""
-        return _sums((key[:3], seconds) for key, seconds in self.lost_at.items())
+        return sums((key[:3], seconds) for key, seconds in self.lost_at.items())
 
     @property
     def day_lost(self) -> dict[tuple[str, str], list[int]]:
         """Seconds lost by (day, label)."""
-        return _sums(((key[3], key[0]), seconds) for key, seconds in self.lost_at.items())
+        return sums(((key[3], key[0]), seconds) for key, seconds in self.lost_at.items())
 
     @property
     def group_lost(self) -> dict[tuple[int, str], list[int]]:
         """Seconds lost by (0 partition | 1 user | 2 account, its name)."""
         items = self.group_lost_at.items()
-        return _sums(((i, group[i]), seconds) for group, seconds in items for i in range(3))
+        return sums(((i, group[i]), seconds) for group, seconds in items for i in range(3))
 
     def _counters(self) -> list[Counter[Any]]:
         return [
