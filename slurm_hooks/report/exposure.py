@@ -28,7 +28,7 @@ class Exposure:
         self.nodes_dropped = 0  # jobs' node names past MAX_NODES, not kept
         self.day_jobs: Counter[str] = Counter()  # jobs that ended each day
         self.first_day: dict[str, str] = {}  # config -> the day it was first seen
-        self.config_gpu_s: Counter[str] = Counter()  # GPU-seconds of every job, by config
+        self.config_gpu_s: Counter[str] = Counter()  # GPU-seconds of the jobs that name a config, by config
         self.gpu_s = 0  # GPU-seconds of every job counted
         self.node_s = 0
         # node list -> jobs: counted in C per row, expanded by fold() once per distinct list
@@ -49,15 +49,19 @@ class Exposure:
         self.gpu_s += sum(gpu_s)
         self.node_s += sum(map(mul, elapsed, widths))
         distinct = set(configs)
+        distinct.discard(NO_CONFIG)  # its GPU-seconds are the rest: recorded_gpu_s() never needs them
         if len(distinct) > MASKS_UP_TO:  # many configurations in one block: row by row
             for config, seconds, day in zip(configs, gpu_s, days, strict=True):
-                self.config_gpu_s[config] += seconds
-                self._seen(config, day)
+                if config != NO_CONFIG:
+                    self.config_gpu_s[config] += seconds
+                    self._seen(config, day)
             return self._nodes(cols.node_list, kept, whole)
+        first = min(days, default="")
         for config in distinct:  # a few per block: passes in C
             mask = list(map(eq, configs, repeat(config)))
             self.config_gpu_s[config] += sum(compress(gpu_s, mask))
-            self._seen(config, min(compress(days, mask)))
+            if self.first_day.get(config, "\x7f") > first:  # this block may hold its first day
+                self._seen(config, min(compress(days, mask)))
         return self._nodes(cols.node_list, kept, whole)
 
     def _seen(self, config: str, day: str) -> None:
@@ -98,7 +102,7 @@ class Exposure:
 
     def recorded_gpu_s(self) -> int:
         """GPU-seconds of the jobs whose record named a configuration."""
-        return sum(v for config, v in self.config_gpu_s.items() if config != NO_CONFIG)
+        return sum(self.config_gpu_s.values())
 
     def jobs_by_node(self) -> dict[str, Counter[int]]:
         """Each node's jobs by their width, every node list counted so far expanded."""
