@@ -44,4 +44,6 @@ def test_gpu_seconds_days_and_nodes_by_configuration(drivers: int, tmp_path) -> 
     assert sum(exposure.day_jobs.values()) == 501
     by_node = exposure.jobs_by_node()
     assert sum(sum(widths.values()) for widths in by_node.values()) == 2 * 500 + 2  # two nodes a job
-    assert exposure.share("gb-r01-c01") == pytest.approx(sum(1 / 2 for i in range(500) if i % 5 == 0))  # c01: in c[01-02] only
+    assert exposure.share("gb-r01-c01") == pytest.approx(
+        sum(1 / 2 for i in range(500) if i % 5 == 0)
+    )  # c01: in c[01-02] only
