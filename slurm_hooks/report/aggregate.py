@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from itertools import compress, repeat
-from operator import and_, ge, itemgetter, le, ne
+from operator import and_, ge, itemgetter, le, mul, ne
 from typing import Any
 
 from slurm_hooks.report.bounded import Lowest, add_day, sums, zero_seconds
@@ -146,26 +146,25 @@ class Tally:
         self.roots.update(compress(zip(nodes, labels, strict=True), nodes))
         for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
             add_day(self.root_days[node], day)
-        elapsed = map(cols.elapsed_s.__getitem__, rows)
-        sizes = zip(map(n_nodes.__getitem__, rows), map(cols.n_gpus.__getitem__, rows), strict=True)
-        groups = zip(
-            *(list(map(col.__getitem__, rows)) for col in (cols.partition, cols.user, cols.account)), strict=True
-        )
-        lost, root_lost, group_lost = self.lost_at, self.root_lost, self.group_lost_at
-        for label, record, node, day, seconds, (node_count, gpu_count), group in zip(
-            labels, records, nodes, days, elapsed, sizes, groups, strict=True
-        ):
-            node_s, gpu_s = seconds * node_count, seconds * gpu_count
-            entry = lost[label, record.config, node_count, day]
-            entry[0] += node_s
-            entry[1] += gpu_s
+        elapsed = list(map(cols.elapsed_s.__getitem__, rows))
+        node_s = list(map(mul, elapsed, map(n_nodes.__getitem__, rows)))
+        gpu_s = list(map(mul, elapsed, map(cols.n_gpus.__getitem__, rows)))
+        widths = map(n_nodes.__getitem__, rows)
+        keys = zip(labels, map(_CONFIG, records), widths, days, strict=True)
+        groups = zip(*(map(col.__getitem__, rows) for col in (cols.partition, cols.user, cols.account)), strict=True)
+        lost, group_lost = self.lost_at, self.group_lost_at
+        for key, group, n_s, g_s in zip(keys, groups, node_s, gpu_s, strict=True):  # the few failed rows
+            entry = lost[key]
+            entry[0] += n_s
+            entry[1] += g_s
             entry = group_lost[group]
-            entry[0] += node_s
-            entry[1] += gpu_s
-            if node:
-                entry = root_lost[node, label]
-                entry[0] += node_s
-                entry[1] += gpu_s
+            entry[0] += n_s
+            entry[1] += g_s
+        root_lost = self.root_lost
+        for root, n_s, g_s in compress(zip(zip(nodes, labels, strict=True), node_s, gpu_s, strict=True), nodes):
+            entry = root_lost[root]
+            entry[0] += n_s
+            entry[1] += g_s
         for i, label, record in zip(rows, labels, records, strict=True):
             if record.bucket != OURS:
                 reason = self.spool.reason(cols.job_id[i], record.bucket, cols.comment[i])

@@ -56,12 +56,11 @@ class Exposure:
                     self.config_gpu_s[config] += seconds
                     self._seen(config, day)
             return self._nodes(cols.node_list, kept, whole)
-        first = min(days, default="")
+        earliest = min(self.day_jobs, default="")  # of every block so far: few distinct days
         for config in distinct:  # a few per block: passes in C
-            mask = list(map(eq, configs, repeat(config)))
-            self.config_gpu_s[config] += sum(compress(gpu_s, mask))
-            if self.first_day.get(config, "\x7f") > first:  # this block may hold its first day
-                self._seen(config, min(compress(days, mask)))
+            self.config_gpu_s[config] += sum(compress(gpu_s, map(eq, configs, repeat(config))))
+            if self.first_day.get(config, "\x7f") > earliest:  # this block may hold an earlier day of it
+                self._seen(config, min(compress(days, map(eq, configs, repeat(config)))))
         return self._nodes(cols.node_list, kept, whole)
 
     def _seen(self, config: str, day: str) -> None:
