@@ -133,3 +133,11 @@ def test_html_counts_the_same(jobs: dict[str, str], tmp_path) -> None:
     for label, n in EXPECTED.items():
         assert f"<td>{label}</td><td>{n}</td>" in html
     assert "7 jobs ended, 6 failed; 4 of the failed" in html
+
+
+def test_clusters_all_reads_each_cluster_through_sacct_m(jobs: dict[str, str]) -> None:
+    doc = json.loads(report(jobs, "--format", "json", "--clusters", "all"))
+    (name,) = doc["clusters"]  # the dev cluster's slurmdbd serves one cluster, read by its name (-M)
+    assert name and {r["label"]: r["jobs"] for r in doc["labels"]} == EXPECTED
+    assert {r["cluster"] for r in doc["labels"]} == {name} and doc["totals"]["jobs"] == 7
+    assert doc["records"]["ours"] == 5  # the same jobs as the totals, in every section

@@ -81,7 +81,8 @@ def rows() -> list[AccountingRow]:
 def test_totals_coverage_and_buckets(config: Config) -> None:
     doc = report(rows(), config, Filters(), SINCE, UNTIL, details_limit=50)
     t = doc["totals"]
-    assert (t["jobs"], t["succeeded"], t["failed"], t["not_ended"]) == (16, 2, 14, 1)
+    assert (t["jobs"], t["succeeded"], t["failed"], t["crashed"], t["not_ended"]) == (16, 2, 13, 1, 1)
+    assert t["coverage"]["failed"] == 14  # failed and crashed alike need a diagnosis
     cov = t["coverage"]
     assert cov["diagnosed"] == 5  # 3 checkpoint segfaults, the app segfault, the cancel
     reasons = {u["reason"]: u["job_ids"] for u in cov["uncovered"]}
@@ -95,7 +96,7 @@ def test_totals_coverage_and_buckets(config: Config) -> None:
     }
     assert doc["records"] == {
         "ours": 7,
-        "none": 7,
+        "none": 6,  # the running job is not one of the document's jobs: counted apart
         "unknown_label": 1,
         "truncated": 1,
         "newer_schema": 0,
@@ -128,7 +129,12 @@ def test_hours_lost_configs_scale_roots(config: Config) -> None:
         "jobs": 3,
         "node_hours": 6.0,
         "gpu_hours": 24.0,
+        "crashed": 0,
+        "job_share": 0.1875,  # 3 of 16 jobs
+        "gpu_share": 0.2,  # 24 of 120 GPU-hours (15 jobs of 8 GPUs for an hour)
+        "cluster": "",
     }
+    assert labels["app_segfault"]["crashed"] == 1
     assert labels["(no record)"]["jobs"] == 9 and labels["success"]["node_hours"] == 0.0
     cdmm = next(c for c in doc["configs"] if c["label"] == "cdmm_checkpoint_segfault")
     assert (cdmm["driver"], cdmm["cdmm"], cdmm["jobs"], cdmm["config_jobs"]) == ("580.95.05", "on", 3, 7)
@@ -141,10 +147,12 @@ def test_hours_lost_configs_scale_roots(config: Config) -> None:
             "failures": 4,
             "labels": {"cdmm_checkpoint_segfault": 3, "app_segfault": 1},
             "days": ["2026-11-27"],
+            "cluster": "",
         }
     ]
-    assert doc["root_racks"] == [{"rack": "07", "failures": 4, "nodes": 1}]
-    assert {"day": "2026-11-27", "label": "cdmm_checkpoint_segfault", "failures": 3} in doc["per_day"]
+    assert doc["root_racks"] == [{"rack": "07", "failures": 4, "nodes": 1, "cluster": ""}]
+    day = {"day": "2026-11-27", "label": "cdmm_checkpoint_segfault", "failures": 3, "crashed": 0, "jobs": 16}
+    assert {**day, "cluster": ""} in doc["per_day"]
 
 
 def test_filters(config: Config) -> None:

@@ -65,6 +65,13 @@ def test_every_chart_renders_offline(page_file: tuple[Path, dict]) -> None:
             page.on("request", lambda r: requests.append(r.url))
             page.goto(path.as_uri())
             page.wait_for_load_state("networkidle")
+            box = page.locator("#findings")  # the page opens with it, above every chart
+            assert box.is_visible() and box.bounding_box()["y"] < page.locator("svg").first.bounding_box()["y"]
+            items = box.locator("li")
+            assert items.count() == len(doc["findings"]) > 0
+            assert items.first.inner_text().endswith(doc["findings"][0]["text"])
+            kinds = {f["kind"] for f in doc["findings"]}
+            assert "config" in kinds and page.locator('svg[data-chart="config-heatmap"] [data-finding]').count() >= 1
             for name in CHARTS:
                 chart = page.locator(f'svg[data-chart="{name}"]')
                 box = chart.bounding_box()

@@ -33,7 +33,7 @@ ODD = "".join(
 def counted(data: bytes, workers: int, filters: Filters, tmp_path) -> dict[str, object]:
     config = Config(spool_dir=str(tmp_path))
     counting = Counting(LABELS, config.report.rack_pattern, False, filters, SpoolView(str(tmp_path), "annotate"), 20)
-    return document(count_stream(io.BytesIO(data), SEP, counting, workers), config, filters, WHEN, WHEN)
+    return document([count_stream(io.BytesIO(data), SEP, counting, workers)], config, filters, WHEN, WHEN)
 
 
 def test_workers_count_what_one_process_counts(tmp_path) -> None:

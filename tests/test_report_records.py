@@ -46,19 +46,20 @@ def test_buckets(admin: str, bucket: str) -> None:
 
 def test_fields_of_a_trusted_record() -> None:
     record = RecordReader(LABELS, trust_comment=False).read(OURS, "")
-    assert record == ("ours", "cdmm_checkpoint_segfault", "580.95.05 on 3.6.2 ", "gb-r07-c02", "")
+    assert record == ("ours", "cdmm_checkpoint_segfault", "580.95.05 on 3.6.2 ", "gb-r07-c02", "failed", "")
 
 
 def test_the_users_comment_is_trusted_only_where_the_site_annotates_it() -> None:
     forged = "my text slurm-hooks/v1 label=success"
     assert RecordReader(LABELS, trust_comment=False).read("", forged).bucket == "untrusted_comment"
     assert RecordReader(LABELS, trust_comment=False).read("JS1:x", forged)[0] == "jobstats"
-    assert RecordReader(LABELS, trust_comment=True).read("", forged) == ("ours", "success", "   ", "", "")
+    assert RecordReader(LABELS, trust_comment=True).read("", forged) == ("ours", "success", "   ", "", "", "")
     assert RecordReader(LABELS, trust_comment=True).read("", "slurm-hooks/v1 label=app" + TRUNCATED)[0] == "truncated"
 
 
 def test_an_app_exception_names_its_node_only_when_its_kind_points_at_it() -> None:
     reader = RecordReader(LABELS, trust_comment=False)
     mine = "slurm-hooks/v1 label=app_exception node=gb-r07-c02 rank=3 exc=file_not_found"
-    assert reader.read(mine, "")[3:] == ("", "file_not_found")
-    assert reader.read(mine.replace("file_not_found", "io_error excnode=1"), "")[3:] == ("gb-r07-c02", "io_error")
+    assert (reader.read(mine, "").node, reader.read(mine, "").exc) == ("", "file_not_found")
+    pointed = reader.read(mine.replace("file_not_found", "io_error excnode=1"), "")
+    assert (pointed.node, pointed.exc) == ("gb-r07-c02", "io_error")

@@ -65,7 +65,7 @@ def test_every_view_in_text_and_csv(doc: dict, view: str) -> None:
 
 
 def test_csv_and_json_agree(doc: dict) -> None:
-    rows = {r["label"]: int(r["jobs"]) for r in csv.DictReader(io.StringIO(render(doc, "csv", None)))}
+    rows = {r["label"]: int(r["jobs"]) for r in csv.DictReader(io.StringIO(render(doc, "csv", "label")))}
     again = json.loads(render(doc, "json", None))
     assert (
         rows
@@ -88,3 +88,43 @@ def test_text_cells_show_no_python_repr() -> None:
     text = table(["driver", "labels", "counts"], [[None, ["oom_killed", "nccl_timeout"], {"a": 1}]])
     assert "None" not in text and "[" not in text and "{" not in text
     assert "not read" in text and "oom_killed, nccl_timeout" in text and "a=1" in text
+
+
+def test_csv_cells_are_numbers(doc: dict) -> None:
+    rows = list(csv.DictReader(io.StringIO(render(doc, "csv", "config"))))
+    assert rows and all(r["label"] != "success" for r in rows)  # the rates of failures only
+    for r in rows:
+        low, rate, high = float(r["ci_low"]), float(r["rate"]), float(r["ci_high"])
+        assert 0 <= low <= rate <= high <= 1 and int(r["jobs"]) <= int(r["of"])
+    head = next(csv.reader(io.StringIO(render(doc, "csv", None))))
+    assert head[:3] == ["kind", "label", "subject"]  # csv's default: the findings, as everywhere
+
+
+def test_default_text_shows_the_top_rows_and_full_shows_all(doc: dict) -> None:
+    from slurm_hooks.report.render_text import TOP
+
+    many = {**doc, "per_day": [{**doc["per_day"][0], "day": f"2026-11-{d:02d}", "failures": d} for d in range(1, 29)]}
+    text = render(many, "text", None)
+    assert text.index("Findings") < text.index("Totals and coverage") < text.index("Labels")
+    days = [line.split()[0] for line in text.splitlines() if line.startswith("2026-11-")]
+    assert days == [f"2026-11-{d:02d}" for d in range(29 - TOP, 29)]  # the busiest days, in order
+    assert f"({28 - TOP} more rows: --full, or --group-by day)" in text
+    full = render(many, "text", None, full=True)
+    assert sum(line.startswith("2026-11-") for line in full.splitlines()) == 28
+    assert render(many, "text", "day").count("\n2026-11-") == 28  # one view: all of its rows
+
+
+def test_html_opens_with_the_findings_box_and_marks_what_it_names(doc: dict) -> None:
+    finding = {
+        "kind": "config",
+        "label": "cdmm_checkpoint_segfault",
+        "subject": {"cluster": "", "driver": "580.95.05", "cdmm": "on", "ncore": "3.6.2", "gpu": "nvidia_gb200"},
+        "text": "<b>bold</b> claim",
+    }
+    html = render({**doc, "findings": [finding]}, "html", None)
+    assert html.index("id='findings'") < html.index("<svg")
+    assert "&lt;b&gt;bold&lt;/b&gt; claim" in html and "data-findings='1'" in html
+    heat = html[html.index('data-chart="config-heatmap"') :]
+    marked = heat[: heat.index("</svg>")].split('data-finding="1"')
+    assert len(marked) == 2 and 'data-series="cdmm_checkpoint_segfault"' in marked[1][:80]
+    assert "None: nothing stood out" in render(doc, "html", None)

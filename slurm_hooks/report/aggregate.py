@@ -8,59 +8,28 @@ so the result does not depend on how the stream was split or in which order batc
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter, defaultdict
-from itertools import compress
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import and_, ge, itemgetter, le, mul, ne
 from typing import Any
 
+from slurm_hooks.report.bounded import Lowest, add_day, sums, zero_seconds
 from slurm_hooks.report.coverage import REASONS, SpoolView
+from slurm_hooks.report.exposure import Exposure
 from slurm_hooks.report.read import Jobs
 from slurm_hooks.report.records import OURS
 from slurm_hooks.slurm.accounting import TRUNCATED
 
 UNRECORDED = "(no record)"  # failed, but no record the report may trust
 SAMPLE = 100
-MAX_DAYS = 31  # days listed per root node
 _BUCKET, _LABEL, _CONFIG, _NODE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)  # of a records.Record
-_ENDED, _RACKS, _CUT, _BAD = itemgetter(1), itemgetter(1), itemgetter(2), itemgetter(3)  # of a state, a spread
+_STATE = itemgetter(4)  # of a records.Record
+# of a read.Jobs state (word, ended), of a read.Spread (names, racks, cut, bad, size)
+_WORD, _ENDED, _RACKS, _CUT, _BAD = itemgetter(0), itemgetter(1), itemgetter(1), itemgetter(2), itemgetter(3)
 
 
-def _seconds() -> list[int]:  # a named factory: a Tally crosses process boundaries pickled
-    return [0, 0]
-
-
-def _add_day(days: set[str], day: str) -> None:
-    """Keep the earliest MAX_DAYS days: the same set whatever order the failures come in."""
-    if len(days) < MAX_DAYS:
-        days.add(day)
-    elif day not in days and day < (latest := max(days)):
-        days.remove(latest)
-        days.add(day)
-
-
-class Lowest:
-    """The n lowest job ids seen, each with its payload: a bounded, order-independent sample."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.heap: list[tuple[int, str, tuple[str, ...]]] = []  # (-id, id, payload): the root is the highest kept
-
-    def add(self, job_id: str, *payload: str) -> None:
-        if self.n <= 0:
-            return
-        item = (-int(job_id), job_id, payload)
-        if len(self.heap) < self.n:
-            heapq.heappush(self.heap, item)
-        elif item > self.heap[0]:
-            heapq.heapreplace(self.heap, item)
-
-    def merge(self, other: Lowest) -> None:
-        for _, job_id, payload in other.heap:
-            self.add(job_id, *payload)
-
-    def sorted(self) -> list[tuple[str, tuple[str, ...]]]:
-        return [(job_id, payload) for _, job_id, payload in sorted(self.heap, reverse=True)]
+Window = tuple[str, str]  # sacct's End as it prints it (local, `2026-11-01T00:00:00`): the first and last kept
+ANY_TIME: Window = ("", "\x7f")
 
 
 class Tally:
@@ -69,24 +38,35 @@ class Tally:
         spool: SpoolView,
         details_limit: int = 0,
         focus: frozenset[str] = frozenset(),
+        window: Window = ANY_TIME,
+        cluster: str = "",
     ) -> None:
         # --label: rates of these labels among all jobs (filtering the jobs would make every rate 100%)
         self.focus = focus
         self.spool = spool
+        self.window, self.cluster = window, cluster
         self.not_ended = 0
+        # rows outside the document's jobs (those that ended in the window), by why
+        self.outside: Counter[str] = Counter()
+        self.exposure = Exposure()
         self.inputs: Counter[str] = Counter()
         self.records: Counter[str] = Counter()
         self.uncovered: Counter[str] = Counter()  # failed jobs without a trusted record, by reason
         self.uncovered_ids: dict[str, Lowest] = {r: Lowest(SAMPLE) for r in REASONS}
         # One counter per row shape, split up at the end: a dict update per job is what costs here.
-        self.shape: Counter[tuple[Any, ...]] = Counter()  # label, config, recorded, n_nodes, n_racks
-        # (jobs, failed jobs) by partition, by user, by account
-        self.groups = tuple((Counter[str](), Counter[str]()) for _ in range(3))
-        # node- and GPU-seconds lost, as integers: the sum is the same in whatever order parts merge
-        self.lost: dict[str, list[int]] = defaultdict(_seconds)
+        # label, config, recorded, n_nodes, n_racks, crashed (a COMPLETED job with a crash)
+        self.shape: Counter[tuple[Any, ...]] = Counter()
+        # (jobs, failed or crashed jobs, crashed jobs) by partition, by user, by account
+        self.groups = tuple((Counter[str](), Counter[str](), Counter[str]()) for _ in range(3))
+        # node- and GPU-seconds lost, as integers: the sum is the same in whatever order parts merge;
+        # by (label, config, n_nodes, day), by (partition, user, account) (one update per failed job
+        # each: the lost, day_lost and group_lost views are summed from them), by (root node, label)
+        self.lost_at: dict[tuple[str, str, int, str], list[int]] = defaultdict(zero_seconds)
+        self.group_lost_at: dict[tuple[str, str, str], list[int]] = defaultdict(zero_seconds)
+        self.root_lost: dict[tuple[str, str], list[int]] = defaultdict(zero_seconds)
         self.roots: Counter[tuple[str, str]] = Counter()  # (root node, label)
         self.root_days: dict[str, set[str]] = defaultdict(set)
-        self.per_day: Counter[tuple[str, str]] = Counter()
+        self.per_day: Counter[tuple[str, str, bool]] = Counter()  # (day, label, crashed)
         self.kinds: Counter[str] = Counter()  # failed app_exception jobs by exception kind
         self.details = Lowest(details_limit)  # failed jobs: (label, state); diagnoses read at the end
 
@@ -109,41 +89,87 @@ class Tally:
         inputs["no_nodes"] += n_nodes.count(0)
         inputs["node_list_cut"] += sum(map(bool, map(_CUT, jobs.spreads)))  # names past the row's NNodes
         inputs["node_list_bad"] += sum(map(_BAD, jobs.spreads))  # a list that does not parse
-        self.records.update(map(_BUCKET, records))
         ended = list(map(_ENDED, jobs.states))
-        waiting = ended.count(False)
-        self.not_ended += waiting
+        self.not_ended += ended.count(False)
+        kept = self._in_window(cols.end, ended)
+        self.records.update(map(_BUCKET, compress(records, kept)))
+        states = jobs.states
         failed = [
             done and (r.label != "success" if r.label else word != "COMPLETED")
-            for done, r, (word, _) in zip(ended, records, jobs.states, strict=True)
+            for done, r, (word, _) in zip(kept, records, states, strict=True)
         ]
+        bad_rows = list(compress(range(n), failed))
+        # A crash inside a COMPLETED job (our record's state=, else Slurm's): a crash, not a failed job.
+        crashed = [False] * n
+        if "completed" in set(map(_STATE, compress(records, failed))) or "COMPLETED" in set(
+            map(_WORD, compress(states, failed))
+        ):  # rare: in C first
+            for i in bad_rows:
+                state = records[i].state
+                crashed[i] = state == "completed" if state else states[i][0] == "COMPLETED"
         shown = [r.label or (UNRECORDED if bad else "success") for r, bad in zip(records, failed, strict=True)]
         recorded = map(bool, map(_LABEL, records))
-        shape = zip(shown, map(_CONFIG, records), recorded, n_nodes, map(_RACKS, jobs.spreads), strict=True)
-        self.shape.update(compress(shape, ended))
-        for (jobs_of, failed_of), column in zip(self.groups, (cols.partition, cols.user, cols.account), strict=True):
-            jobs_of.update(compress(column, ended) if waiting else column)  # a whole list counts fastest
+        configs = map(_CONFIG, records)
+        shape = zip(shown, configs, recorded, n_nodes, map(_RACKS, jobs.spreads), crashed, strict=True)
+        self.shape.update(compress(shape, kept))
+        whole = kept.count(True) == n
+        for (jobs_of, failed_of, crashed_of), column in zip(
+            self.groups, (cols.partition, cols.user, cols.account), strict=True
+        ):
+            jobs_of.update(column if whole else compress(column, kept))  # a whole list counts fastest
             failed_of.update(compress(column, failed))
-        self._failed(jobs, list(compress(range(n), failed)), shown, n_nodes)
+            if any(crashed):
+                crashed_of.update(compress(column, crashed))
+        self.exposure.add(jobs, kept, n_nodes)
+        self._failed(jobs, bad_rows, shown, n_nodes, crashed)
 
-    def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int]) -> None:
+    def _in_window(self, ends: list[str], ended: list[bool]) -> list[bool]:
+        """Ended jobs whose End falls in the window: `--input` is cut as a live read is (an End
+        sacct did not give as a time is kept: nothing says it is outside)."""
+        if self.window == ANY_TIME:
+            return ended
+        first, last = self.window
+        if not ends or (first <= min(ends) and max(ends) <= last):  # the common case, checked in C
+            return ended
+        kept = list(map(and_, ended, map(and_, map(le, repeat(first), ends), map(ge, repeat(last), ends))))
+        for i in compress(range(len(ends)), map(ne, ended, kept)):
+            if not ends[i][:1].isdigit():
+                kept[i] = True
+            else:
+                self.outside["ended_before_window" if ends[i] < first else "ended_after_window"] += 1
+        return kept
+
+    def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int], crashed: list[bool]) -> None:
         """Hours lost, days, root nodes and coverage: the failed rows only."""
         cols = jobs.cols
         labels = list(map(shown.__getitem__, rows))
         days = [end[:10] if end[:1].isdigit() else "" for end in map(cols.end.__getitem__, rows)]
         records = list(map(jobs.records.__getitem__, rows))
         nodes = list(map(_NODE, records))
-        self.per_day.update(zip(days, labels, strict=True))
+        self.per_day.update(zip(days, labels, map(crashed.__getitem__, rows), strict=True))
         self.kinds.update(r.exc for r in records if r.exc)
         self.roots.update(compress(zip(nodes, labels, strict=True), nodes))
         for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
-            _add_day(self.root_days[node], day)
-        elapsed = map(cols.elapsed_s.__getitem__, rows)
-        sizes = zip(map(n_nodes.__getitem__, rows), map(cols.n_gpus.__getitem__, rows), strict=True)
-        for label, seconds, (node_count, gpu_count) in zip(labels, elapsed, sizes, strict=True):
-            entry = self.lost[label]
-            entry[0] += seconds * node_count
-            entry[1] += seconds * gpu_count
+            add_day(self.root_days[node], day)
+        elapsed = list(map(cols.elapsed_s.__getitem__, rows))
+        node_s = list(map(mul, elapsed, map(n_nodes.__getitem__, rows)))
+        gpu_s = list(map(mul, elapsed, map(cols.n_gpus.__getitem__, rows)))
+        widths = map(n_nodes.__getitem__, rows)
+        keys = zip(labels, map(_CONFIG, records), widths, days, strict=True)
+        groups = zip(*(map(col.__getitem__, rows) for col in (cols.partition, cols.user, cols.account)), strict=True)
+        lost, group_lost = self.lost_at, self.group_lost_at
+        for key, group, n_s, g_s in zip(keys, groups, node_s, gpu_s, strict=True):  # the few failed rows
+            entry = lost[key]
+            entry[0] += n_s
+            entry[1] += g_s
+            entry = group_lost[group]
+            entry[0] += n_s
+            entry[1] += g_s
+        root_lost = self.root_lost
+        for root, n_s, g_s in compress(zip(zip(nodes, labels, strict=True), node_s, gpu_s, strict=True), nodes):
+            entry = root_lost[root]
+            entry[0] += n_s
+            entry[1] += g_s
         for i, label, record in zip(rows, labels, records, strict=True):
             if record.bucket != OURS:
                 reason = self.spool.reason(cols.job_id[i], record.bucket, cols.comment[i])
@@ -157,20 +183,42 @@ class Tally:
         self.not_ended += other.not_ended
         for mine, theirs in zip(self._counters(), other._counters(), strict=True):
             mine.update(theirs)
-        for label, (node_s, gpu_s) in other.lost.items():
-            entry = self.lost[label]
-            entry[0] += node_s
-            entry[1] += gpu_s
+        for own, their in zip(self._lost(), other._lost(), strict=True):
+            for key, (node_s, gpu_s) in their.items():
+                entry = own[key]
+                entry[0] += node_s
+                entry[1] += gpu_s
+        self.exposure.merge(other.exposure)
         for node, days in other.root_days.items():
             for day in days:
-                _add_day(self.root_days[node], day)
+                add_day(self.root_days[node], day)
         for reason, ids in other.uncovered_ids.items():
             self.uncovered_ids[reason].merge(ids)
         self.details.merge(other.details)
 
+    def _lost(self) -> list[dict[Any, list[int]]]:
+        return [self.lost_at, self.root_lost, self.group_lost_at]
+
+    @property
+    def lost(self) -> dict[tuple[str, str, int], list[int]]:
+        """Seconds lost by (label, config, n_nodes)."""
+        return sums((key[:3], seconds) for key, seconds in self.lost_at.items())
+
+    @property
+    def day_lost(self) -> dict[tuple[str, str], list[int]]:
+        """Seconds lost by (day, label)."""
+        return sums(((key[3], key[0]), seconds) for key, seconds in self.lost_at.items())
+
+    @property
+    def group_lost(self) -> dict[tuple[int, str], list[int]]:
+        """Seconds lost by (0 partition | 1 user | 2 account, its name)."""
+        items = self.group_lost_at.items()
+        return sums(((i, group[i]), seconds) for group, seconds in items for i in range(3))
+
     def _counters(self) -> list[Counter[Any]]:
         return [
             self.inputs,
+            self.outside,
             self.records,
             self.uncovered,
             self.shape,

@@ -21,7 +21,7 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from typing import IO
 
-from slurm_hooks.report.aggregate import Tally
+from slurm_hooks.report.aggregate import ANY_TIME, Tally, Window
 from slurm_hooks.report.blocks import Unit, batches, loaded, read_unit, spans, units
 from slurm_hooks.report.coverage import SpoolView
 from slurm_hooks.report.read import Filters, JobReader
@@ -41,12 +41,14 @@ class Counting:
     filters: Filters
     spool: SpoolView
     details_limit: int
+    window: Window = ANY_TIME  # jobs that ended outside it are counted apart (live and --input alike)
+    cluster: str = ""
 
     def reader(self) -> JobReader:
         return JobReader(self.labels, self.rack_pattern, self.trust_comment, self.filters.node)
 
     def tally(self) -> Tally:
-        return Tally(self.spool, self.details_limit, self.filters.label)
+        return Tally(self.spool, self.details_limit, self.filters.label, self.window, self.cluster)
 
 
 def cpus() -> int:
@@ -135,7 +137,10 @@ def _check(procs: Sequence[BaseProcess]) -> None:
 def _count(parts: list[Columns], unreadable: int, reader: JobReader, counting: Counting, tally: Tally) -> None:
     tally.unreadable(unreadable)
     for cols in parts:
-        tally.add(counting.filters.apply(reader.jobs(cols)))
+        jobs = reader.jobs(cols)
+        picked = counting.filters.apply(jobs)
+        tally.outside["filtered_out"] += len(jobs.records) - len(picked.records)
+        tally.add(picked)
 
 
 def _regular_file(stream: IO[bytes]) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import NamedTuple
 
-from slurm_hooks.report.hostlist import MAX_HOSTS, expand_bounded
+from slurm_hooks.report.hostlist import MAX_HOSTS, expand, expand_bounded
 from slurm_hooks.report.memo import Memo
 from slurm_hooks.report.records import Record, RecordReader
 from slurm_hooks.slurm.columns import Columns
@@ -131,6 +131,11 @@ class JobReader:
 
 def _spread_bytes(spread: Spread) -> int:
     return 100 + sum(map(len, spread.names)) + 64 * len(spread.names)  # the text and a str object's overhead
+
+
+def node_names(node_list: str) -> tuple[str, ...]:
+    """A list's names, at most MAX_HOSTS (hostlist.expand)."""
+    return tuple(n.lower() for n in expand(node_list))  # our record lowercases node names
 
 
 def _state(state: str) -> tuple[str, bool]:

@@ -31,6 +31,7 @@ _SCHEMA = re.compile(r"slurm-hooks/v(\d+)", re.IGNORECASE)
 # annotation.encode's output: its keys in its order, each with a value; anything else is decoded
 _ENCODED = re.compile(re.escape(MARK) + "".join(f"(?: {key}=(?P<{key}>[a-z0-9._:+-]+))?" for key in KEYS))
 _CACHE_MAX = 16384
+NO_CONFIG = "   "  # a record that names no driver, CDMM, ncore or GPU (or no record)
 _UNTRUSTED_MARK = {"unknown_label", "truncated", "newer_schema", "case_changed"}
 
 
@@ -41,8 +42,9 @@ class Record(NamedTuple):
     label: str = ""  # only for OURS
     # driver, cdmm, ncore and GPU model, space-separated (no value holds a space): a million rows are
     # counted by it, and a string keeps its hash where a tuple computes it again for every row
-    config: str = "   "
+    config: str = NO_CONFIG
     node: str = ""  # root node, where the report may blame it (app_exception: only a kind that points at it)
+    state: str = ""  # the job's state as our record gives it (`completed`: a crash in a job that completed)
     exc: str = ""  # app_exception's kind
 
 
@@ -100,6 +102,7 @@ class RecordReader:
     def _ours(label: str, fields: dict[str, Any]) -> Record:
         get = fields.get
         config = f"{get('driver', '')} {get('cdmm', '')} {get('ncore', '')} {get('gpu', '')}"
+        node, state = get("node", ""), get("state", "")
         if label == "app_exception":  # where it happened is not a verdict on the node (§8.26)
-            return Record(OURS, label, config, get("node", "") if get("excnode") else "", get("exc", "") or "other")
-        return Record(OURS, label, config, get("node", ""))
+            return Record(OURS, label, config, node if get("excnode") else "", state, get("exc", "") or "other")
+        return Record(OURS, label, config, node, state)

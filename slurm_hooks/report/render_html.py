@@ -7,40 +7,67 @@ from html import escape
 from typing import Any
 
 from slurm_hooks.report import svg
-from slurm_hooks.report.render_text import TITLES
-from slurm_hooks.report.views import DEFAULT_TEXT, view
+from slurm_hooks.report.render_text import TITLES, cell
+from slurm_hooks.report.views import DEFAULT_TEXT, RATES, view
 
 STYLE = """body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
-th{background:#f3f3f3}.chart{overflow-x:auto}.note{color:#666;font-size:12px}"""
+th{background:#f3f3f3}.chart{overflow-x:auto}.note{color:#666;font-size:12px}
+#findings{border:2px solid #d62728;background:#fff5f5;padding:8px 16px;margin:12px 0}
+#findings li{margin:6px 0}#findings .kind{font-weight:bold;text-transform:uppercase;font-size:11px;color:#d62728}"""
 
 
 def _table(columns: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    rates = [c in RATES for c in columns]
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(cell(c, r))}</td>" for c, r in zip(row, rates, strict=True)) + "</tr>"
+        for row in rows
+    )
     return f"<table><tr>{head}</tr>{body}</table>" if rows else '<p class="note">(none)</p>'
 
 
+def _config_row(r: dict[str, Any]) -> str:
+    return f"{r['driver'] or '-'} cdmm={r['cdmm'] or '-'} ncore={r['ncore'] or '-'} {r['gpu'] or ''}".strip()
+
+
+def findings_box(doc: dict[str, Any]) -> str:
+    found = doc.get("findings", [])
+    items = "".join(
+        f"<li data-kind='{escape(f['kind'])}' data-label='{escape(f['label'])}'><span class='kind'>"
+        f"{escape(f['kind'])}</span> {escape(cell(f['text']))}</li>"
+        for f in found
+    )
+    body = f"<ol>{items}</ol>" if found else "<p>None: nothing stood out beyond chance.</p>"
+    return f"<section id='findings' data-findings='{len(found)}'><h2>Findings (costliest first)</h2>{body}</section>"
+
+
 def charts(doc: dict[str, Any]) -> dict[str, str]:
-    """The four charts by name: per-day, config-heatmap, scale-nodes/scale-racks, root-racks."""
+    """The charts by name: per-day, config-heatmap, scale-nodes/scale-racks, root-racks; each marks
+    what a finding points at (its day, its configuration and label, its node's rack)."""
+    found = doc.get("findings", [])
     out = {}
     days = sorted({r["day"] for r in doc["per_day"]})
     labels = sorted({r["label"] for r in doc["per_day"]})
     series = {lab: [0.0] * len(days) for lab in labels}
     for r in doc["per_day"]:
         series[r["label"]][days.index(r["day"])] += r["failures"]
-    out["per-day"] = svg.stacked_bars("per-day", days, series)
+    change_days = frozenset(f["subject"]["day"] for f in found if f["kind"] == "change")
+    out["per-day"] = svg.stacked_bars("per-day", days, series, change_days)
     rows = []
     cells = {}
     for r in doc["configs"]:
-        row = f"{r['driver'] or '-'} cdmm={r['cdmm'] or '-'} ncore={r['ncore'] or '-'} {r['gpu'] or ''}".strip()
+        row = _config_row(r)
         rows.append(row)
         cells[(row, r["label"])] = (r["rate"], r["jobs"], r["config_jobs"])
     columns = sorted({r["label"] for r in doc["configs"]} - {"success"})
-    out["config-heatmap"] = svg.heatmap("config-heatmap", list(dict.fromkeys(rows)), columns, cells)
+    marked = frozenset((_config_row(f["subject"]), f["label"]) for f in found if f["kind"] == "config")
+    out["config-heatmap"] = svg.heatmap("config-heatmap", list(dict.fromkeys(rows)), columns, cells, marked)
     for kind in ("nodes", "racks"):
         scale = doc["scale"][kind]
+        scaled = [f["subject"] for f in found if f["kind"] == "scale"]
+        wide = frozenset(f"{s['bucket']} {kind}" for s in scaled if s["spanned"] == kind)
         out[f"scale-{kind}"] = svg.bars(
             f"scale-{kind}",
             [f"{r['bucket']} {kind}" for r in scale],
@@ -48,11 +75,13 @@ def charts(doc: dict[str, Any]) -> dict[str, str]:
             [(r["ci_low"], r["ci_high"]) for r in scale],
             unit="%",
             series="failure rate",
+            marked=wide,
         )
     racks = doc["root_racks"]
-    out["root-racks"] = svg.bars(
-        "root-racks", [f"rack {r['rack']}" for r in racks], [r["failures"] for r in racks], series="failures"
-    )
+    rack_of = {r["node"]: r["rack"] for r in doc["root_nodes"]}
+    sick = frozenset(f"rack {rack_of.get(f['subject']['node'], '?')}" for f in found if f["kind"] == "node")
+    names = [f"rack {r['rack']}" for r in racks]
+    out["root-racks"] = svg.bars("root-racks", names, [r["failures"] for r in racks], series="failures", marked=sick)
     return out
 
 
@@ -63,6 +92,7 @@ def to_html(doc: dict[str, Any]) -> str:
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>slurm-hooks report</title>"
         f"<style>{STYLE}</style></head><body>",
         f"<h1>slurm-hooks report: {escape(w['since'])} .. {escape(w['until'])}</h1>",
+        findings_box(doc),
         f"<p>{doc['totals']['jobs']} jobs ended, {doc['totals']['failed']} failed; {cov['diagnosed']} of the "
         f"failed have a diagnosis in accounting ({cov['ratio']:.1%}).</p>",
         "<h2>Failures per day by label</h2>",

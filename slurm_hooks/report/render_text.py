@@ -1,17 +1,21 @@
-"""Terminal tables and CSV from the named views."""
+"""Terminal tables and CSV from the named views. The default text fits a screen or two: the
+findings, totals and coverage, then the top rows of each view (`--full`: all of them)."""
 
 from __future__ import annotations
 
 import csv
 import io
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from slurm_hooks.report.views import DEFAULT_TEXT, view
+from slurm_hooks.report.views import DEFAULT_TEXT, RATES, TOP_BY, view
 
+TOP = 10  # rows of each view in the default text
 TITLES = {
+    "findings": "Findings (what to act on, costliest first)",
     "coverage": "Totals and coverage",
-    "records": "What accounting held",
+    "records": "What accounting held (the same jobs)",
     "label": "Labels (lost = failed jobs)",
     "config": "Label x driver x CDMM x ncore x GPU (rate within that configuration)",
     "nodes": "Failure rate by nodes spanned",
@@ -26,35 +30,69 @@ TITLES = {
 
 
 def table(columns: list[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(c) for c in columns]] + [[_cell(c) for c in row] for row in rows]
+    rates = [c in RATES for c in columns]
+    cells = [[str(c) for c in columns]] + [[cell(c, r) for c, r in zip(row, rates, strict=True)] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + "\n"
 
 
-def _cell(value: Any) -> str:
-    """One cell for a person: no Python repr (None, lists, mappings), no control characters."""
+def cell(value: Any, is_rate: bool = False) -> str:
+    """A value as people read it: rates as percentages; no Python repr (None, lists, mappings);
+    text that cannot draw on a terminal (a comment cannot draw)."""
+    if is_rate and isinstance(value, float):
+        return f"{100 * value:.1f}%"
     if value is None:
         text = "not read"
     elif isinstance(value, (list, tuple)):
-        text = ", ".join(_cell(v) for v in value)
+        text = ", ".join(cell(v) for v in value)
     elif isinstance(value, dict):
-        text = ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
+        text = ", ".join(f"{k}={cell(v)}" for k, v in value.items())
     else:
         text = str(value)
-    return text if text.isprintable() else text.encode("unicode_escape").decode()  # a comment cannot draw
+    return text if text.isprintable() else text.encode("unicode_escape").decode()
 
 
-def to_text(doc: dict[str, Any], names: Sequence[str] = DEFAULT_TEXT) -> str:
+def top(name: str, columns: list[str], rows: list[list[Any]], n: int = TOP) -> list[list[Any]]:
+    """The n rows that matter most (by TOP_BY's column, else as listed), in the view's own order."""
+    by = TOP_BY.get(name)
+    if len(rows) <= n:
+        return rows
+    if by is None:
+        return rows[:n]
+    at = columns.index(by)
+    keep = set(sorted(range(len(rows)), key=lambda i: (-rows[i][at], i))[:n])
+    return [row for i, row in enumerate(rows) if i in keep]
+
+
+def findings_text(doc: dict[str, Any]) -> str:
+    found = doc.get("findings", [])
+    if not found:
+        return "  None: no configuration, node, day, scale or group stood out beyond chance.\n"
+    return "".join(
+        textwrap.fill(cell(f["text"]), 100, initial_indent=f"{i:>3}. ", subsequent_indent="     ") + "\n"
+        for i, f in enumerate(found, start=1)
+    )
+
+
+def to_text(doc: dict[str, Any], names: Sequence[str] = DEFAULT_TEXT, full: bool = False) -> str:
     w = doc["window"]
     out = [f"slurm-hooks report {w['since']} .. {w['until']}\n"]
-    if doc["details"] and "details" not in names and len(names) > 1:
-        names = [*names, "details"]
+    if len(names) > 1:
+        out.append(f"\n{TITLES['findings']}\n{findings_text(doc)}")
+        if doc["details"] and "details" not in names:
+            names = [*names, "details"]
     for name in names:
+        if name == "findings":
+            out.append(f"\n{TITLES[name]}\n{findings_text(doc)}")
+            continue
         columns, rows = view(doc, name)
+        shown = rows if full or len(names) == 1 else top(name, columns, rows)
         out.append(f"\n{TITLES[name]}\n")
-        out.append(table(columns, rows) if rows else "  (none)\n")
+        out.append(table(columns, shown) if rows else "  (none)\n")
+        if len(shown) < len(rows):
+            out.append(f"  ({len(rows) - len(shown)} more rows: --full, or --group-by {name})\n")
     return "".join(out)
 
 

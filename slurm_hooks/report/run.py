@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from slurm_hooks.config import Config
-from slurm_hooks.report.aggregate import Tally
+from slurm_hooks.report.aggregate import Tally, Window
 from slurm_hooks.report.coverage import SpoolView
 from slurm_hooks.report.parallel import Counting, count_rows, count_stream, cpus
 from slurm_hooks.report.read import Filters, Racks
@@ -44,7 +44,16 @@ def filters_doc(filters: Filters) -> dict[str, Any]:
     return {k: sorted(getattr(filters, k)) for k in ("partition", "user", "account", "label", "node")}
 
 
-def counting(config: Config, filters: Filters, details_limit: int) -> Counting:
+def sacct_window(since: datetime, until: datetime) -> Window:
+    """The window as sacct prints End (this host's zone, no zone written): the jobs that ended in
+    it are the document's, whether sacct was asked live or its output was saved (`--input`)."""
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    return since.astimezone().strftime(fmt), until.astimezone().strftime(fmt)
+
+
+def counting(
+    config: Config, filters: Filters, details_limit: int, since: datetime, until: datetime, cluster: str = ""
+) -> Counting:
     from slurm_hooks.diagnose import LABELS
 
     return Counting(
@@ -54,6 +63,8 @@ def counting(config: Config, filters: Filters, details_limit: int) -> Counting:
         filters,
         SpoolView(config.spool_dir, config.annotation.mode),
         details_limit,
+        sacct_window(since, until),
+        cluster,
     )
 
 
@@ -66,8 +77,8 @@ def report(
     details_limit: int = 0,
 ) -> dict[str, Any]:
     """The report over rows already read (any Slurm backend), counted in this process."""
-    tally = count_rows(rows, counting(config, filters, details_limit))
-    return document(tally, config, filters, since, until)
+    tally = count_rows(rows, counting(config, filters, details_limit, since, until))
+    return document([tally], config, filters, since, until)
 
 
 def report_output(
@@ -81,16 +92,18 @@ def report_output(
     workers: int = 1,
 ) -> dict[str, Any]:
     """The report over sacct's own output (live or saved), counted on `workers` processes."""
-    tally = count_stream(stream, sep, counting(config, filters, details_limit), workers)
-    return document(tally, config, filters, since, until)
+    tally = count_stream(stream, sep, counting(config, filters, details_limit, since, until), workers)
+    return document([tally], config, filters, since, until)
 
 
-def document(tally: Tally, config: Config, filters: Filters, since: datetime, until: datetime) -> dict[str, Any]:
+def document(
+    tallies: list[Tally], config: Config, filters: Filters, since: datetime, until: datetime
+) -> dict[str, Any]:
     racks = Racks(config.report.rack_pattern)
-    return summarize(tally, racks, config.report.repeat_root_min, window(since, until), filters_doc(filters))
+    return summarize(tallies, racks, config.report.repeat_root_min, window(since, until), filters_doc(filters))
 
 
-def render(doc: dict[str, Any], fmt: str, group_by: str | None) -> str:
+def render(doc: dict[str, Any], fmt: str, group_by: str | None, full: bool = False) -> str:
     if fmt == "json":
         import json
 
@@ -98,7 +111,7 @@ def render(doc: dict[str, Any], fmt: str, group_by: str | None) -> str:
     if fmt == "csv":
         from slurm_hooks.report.render_text import to_csv
 
-        return to_csv(doc, group_by or "label")
+        return to_csv(doc, group_by or "findings")
     if fmt == "html":
         from slurm_hooks.report.render_html import to_html
 
@@ -106,7 +119,7 @@ def render(doc: dict[str, Any], fmt: str, group_by: str | None) -> str:
     from slurm_hooks.report.render_text import to_text
     from slurm_hooks.report.views import DEFAULT_TEXT
 
-    return to_text(doc, [group_by] if group_by else DEFAULT_TEXT)
+    return to_text(doc, [group_by] if group_by else DEFAULT_TEXT, full)
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -129,18 +142,28 @@ def main(args: argparse.Namespace, config: Config) -> int:
             for k in ("partition", "user", "account", "label", "node")
         }
     )
+    names = [c for arg in args.clusters for c in arg.split(",") if c]
+    if args.input and (len(names) > 1 or names == ["all"]):
+        print("slurm-hooks: --input holds one cluster's rows: name it with one --clusters NAME", file=sys.stderr)
+        return 2
     try:
+        tallies = []
         if args.input:
             with open(args.input, "rb") if args.input != "-" else sys.stdin.buffer as stream:
-                doc = report_output(stream, SEP, config, filters, since, until, args.details, cpus())
+                count = counting(config, filters, args.details, since, until, names[0] if names else "")
+                tallies.append(count_stream(stream, SEP, count, cpus()))
         else:
             # Always sacct, not open_slurm: pyslurm 22.5's accounting record has no AllocTRES (GPU-hours).
-            with SlurmCli(config.budgets.command_s).accounting_output(since, until) as (out, sep):
-                doc = report_output(out, sep, config, filters, since, until, args.details, cpus())
+            slurm = SlurmCli(config.budgets.command_s)
+            for cluster in slurm.clusters() if names == ["all"] else names or [""]:
+                with slurm.accounting_output(since, until, cluster) as (out, sep):
+                    count = counting(config, filters, args.details, since, until, cluster)
+                    tallies.append(count_stream(out, sep, count, cpus()))
+        doc = document(tallies, config, filters, since, until)
     except (SlurmError, OSError) as exc:
         print(f"slurm-hooks: {exc}", file=sys.stderr)
         return 1
-    text = render(doc, args.format, args.group_by)
+    text = render(doc, args.format, args.group_by, args.full)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

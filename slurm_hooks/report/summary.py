@@ -1,5 +1,6 @@
-"""The report's document from a tally: totals and coverage, labels with hours lost, rates per
-configuration and per scale bucket, repeat root nodes and racks, the per-day trend and groups."""
+"""The report's document from its tallies (one per cluster): findings, totals and coverage, labels
+with hours lost, rates per configuration and per scale bucket, repeat root nodes and racks, the
+per-day trend and groups."""
 
 from __future__ import annotations
 
@@ -11,43 +12,51 @@ from slurm_hooks.report.aggregate import Tally
 from slurm_hooks.report.coverage import REASONS
 from slurm_hooks.report.records import BUCKETS
 from slurm_hooks.report.stats import NODE_BUCKETS, NODE_NAMES, RACK_BUCKETS, RACK_NAMES, rate
+from slurm_hooks.report.tables import configs, labels, most_first, per_day
 
 SCHEMA = "slurm-hooks-report/1"
 GROUPS = ("partition", "user", "account")
 
 
 def summarize(
-    t: Tally, rack_of: Callable[[str], str], repeat_min: int, window: dict[str, str], filters: dict[str, list[str]]
+    tallies: list[Tally],
+    rack_of: Callable[[str], str],
+    repeat_min: int,
+    window: dict[str, str],
+    filters: dict[str, list[str]],
 ) -> dict[str, Any]:
-    """The report's document (schema SCHEMA) from a whole window's tally."""
-    labels: Counter[str] = Counter()
-    for (label, *_), n in t.shape.items():
-        labels[label] += n
-    jobs = sum(labels.values())
-    failed = jobs - labels["success"]
-    diagnosed = failed - sum(t.uncovered.values())
+    """The report's document (schema SCHEMA) from a whole window's tallies, one per cluster: every
+    count covers the same jobs (those that ended in the window), every row names its cluster."""
+    from slurm_hooks.report.findings import findings
+
+    per = [_totals(t) for t in tallies]
+    totals = {k: sum(p[k] for p in per) for k in ("jobs", "succeeded", "failed", "crashed", "not_ended")}
+    bad = totals["failed"] + totals["crashed"]
+    diagnosed = sum(p["diagnosed"] for p in per)
+    outside = sum((t.outside for t in tallies), Counter[str]())
+    uncovered = sum((t.uncovered for t in tallies), Counter[str]())
     return {
         "schema": SCHEMA,
         "window": window,
         "filters": filters,
+        "clusters": [t.cluster for t in tallies],
+        "findings": findings(tallies),
         "totals": {
-            "jobs": jobs,
-            "succeeded": labels["success"],
-            "failed": failed,
-            "not_ended": t.not_ended,
+            **totals,
+            "outside": {"not_ended": totals["not_ended"], **{k: outside[k] for k in OUTSIDE}},
+            "node_hours": round(sum(t.exposure.node_s for t in tallies) / 3600, 1),
+            "gpu_hours": round(sum(t.exposure.gpu_s for t in tallies) / 3600, 1),
             "coverage": {
-                "failed": failed,
+                "failed": bad,
                 "diagnosed": diagnosed,
-                "ratio": round(diagnosed / failed, 4) if failed else 1.0,
+                "ratio": round(diagnosed / bad, 4) if bad else 1.0,
                 "uncovered": [
-                    {"reason": r, "jobs": t.uncovered[r], "job_ids": [i for i, _ in t.uncovered_ids[r].sorted()]}
-                    for r in REASONS
-                    if t.uncovered[r]
+                    {"reason": r, "jobs": uncovered[r], "job_ids": _ids(tallies, r)} for r in REASONS if uncovered[r]
                 ],
             },
         },
         "input": {
-            k: t.inputs[k]
+            k: sum(t.inputs[k] for t in tallies)
             for k in (
                 "rows",
                 "unreadable_rows",
@@ -59,67 +68,62 @@ def summarize(
                 "node_list_bad",
             )
         },
-        "records": {b: t.records[b] for b in BUCKETS},
-        "labels": [
-            {
-                "label": lab,
-                "jobs": n,
-                "node_hours": round(t.lost[lab][0] / 3600, 2) if lab in t.lost else 0.0,
-                "gpu_hours": round(t.lost[lab][1] / 3600, 2) if lab in t.lost else 0.0,
-                **({"kinds": _most_first(t.kinds)} if lab == "app_exception" else {}),
-            }
-            for lab, n in sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))
-            if lab == "success" or t.shown(lab)
-        ],
-        "configs": _configs(t),
+        "records": {b: sum(t.records[b] for t in tallies) for b in BUCKETS},
+        "labels": _each(tallies, labels),
+        "configs": _each(tallies, configs),
         "scale": {
-            "nodes": _scale(t, 3, NODE_NAMES, NODE_BUCKETS),
-            "racks": _scale(t, 4, RACK_NAMES, RACK_BUCKETS),
+            "nodes": _each(tallies, lambda t: _scale(t, 3, NODE_NAMES, NODE_BUCKETS)),
+            "racks": _each(tallies, lambda t: _scale(t, 4, RACK_NAMES, RACK_BUCKETS)),
         },
-        "root_nodes": _roots(t, rack_of, repeat_min),
-        "root_racks": _root_racks(t, rack_of),
-        "per_day": [
-            {"day": d, "label": lab, "failures": n} for (d, lab), n in sorted(t.per_day.items()) if t.shown(lab)
-        ],
-        "groups": _groups(t),
+        "root_nodes": _each(tallies, lambda t: _roots(t, rack_of, repeat_min)),
+        "root_racks": _each(tallies, lambda t: _root_racks(t, rack_of)),
+        "per_day": _each(tallies, per_day),
+        "groups": {g: _each(tallies, lambda t, g=g: _groups(t)[g]) for g in GROUPS},  # type: ignore[misc]
         "details": [
             {"job_id": job_id, "label": label, "state": state, "diagnosis": t.spool.diagnosis(job_id)}
+            | {"cluster": t.cluster}
+            for t in tallies
             for job_id, (label, state) in t.details.sorted()
         ],
     }
 
 
-def _configs(t: Tally) -> list[dict[str, Any]]:
-    configs: dict[str, Counter[str]] = defaultdict(Counter)
-    for (label, config, recorded, *_), n in t.shape.items():
-        if recorded:
-            configs[config][label] += n
-    out = []
-    for config, labels in sorted(configs.items()):
-        driver, cdmm, ncore, gpu = config.split(" ")
-        total = sum(labels.values())
-        for label, n in _most_first(labels).items():
-            if not t.shown(label):
-                continue
-            out.append(
-                {
-                    "driver": driver,
-                    "cdmm": cdmm,
-                    "ncore": ncore,
-                    "gpu": gpu,
-                    "label": label,
-                    "jobs": n,
-                    "config_jobs": total,
-                    **rate(n, total),
-                }
-            )
-    return out
+OUTSIDE = ("ended_before_window", "ended_after_window", "filtered_out")
+
+
+def _each(tallies: list[Tally], rows: Callable[[Tally], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [{**row, "cluster": t.cluster} for t in tallies for row in rows(t)]
+
+
+def _ids(tallies: list[Tally], reason: str) -> list[str]:
+    return [i for t in tallies for i, _ in t.uncovered_ids[reason].sorted()]
+
+
+def _totals(t: Tally) -> dict[str, int]:
+    labels: Counter[str] = Counter()
+    crashed = 0
+    for (label, *_, crash), n in t.shape.items():
+        labels[label] += n
+        crashed += n if crash else 0
+    jobs = sum(labels.values())
+    bad = jobs - labels["success"]
+    return {
+        "jobs": jobs,
+        "succeeded": labels["success"],
+        "failed": bad - crashed,
+        "crashed": crashed,
+        "not_ended": t.not_ended,
+        "diagnosed": bad - sum(t.uncovered.values()),
+    }
 
 
 def _scale(t: Tally, at: int, names: list[str], buckets: tuple[tuple[int, str], ...]) -> list[dict[str, Any]]:
     rows: dict[str, Counter[str]] = defaultdict(Counter)
+    crashed: Counter[str] = Counter()
     for key, n in t.shape.items():
-        rows[names[min(key[at], len(names) - 1)]][key[0]] += n
+        name = names[min(key[at], len(names) - 1)]
+        rows[name][key[0]] += n
+        crashed[name] += n if key[-1] and t.shown(key[0]) else 0
     out = []
     for _, name in buckets:
         if name not in rows:
@@ -134,7 +138,8 @@ def _scale(t: Tally, at: int, names: list[str], buckets: tuple[tuple[int, str], 
                 "jobs": jobs,
                 "failed": failed,
                 **rate(failed, jobs),
-                "labels": _most_first(labels),
+                "labels": most_first(labels),
+                "crashed": crashed[name],
             }
         )
     return out
@@ -142,8 +147,11 @@ def _scale(t: Tally, at: int, names: list[str], buckets: tuple[tuple[int, str], 
 
 def _groups(t: Tally) -> dict[str, list[dict[str, Any]]]:
     return {
-        group: [{group: k, "jobs": n, "failed": failed[k], **rate(failed[k], n)} for k, n in sorted(jobs.items())]
-        for group, (jobs, failed) in zip(GROUPS, t.groups, strict=True)
+        group: [
+            {group: k, "jobs": n, "failed": failed[k], **rate(failed[k], n), "crashed": crashed[k]}
+            for k, n in sorted(jobs.items())
+        ]
+        for group, (jobs, failed, crashed) in zip(GROUPS, t.groups, strict=True)
     }
 
 
@@ -156,10 +164,6 @@ def _by_node(t: Tally) -> dict[str, Counter[str]]:
     return nodes
 
 
-def _most_first(counts: Counter[str]) -> dict[str, int]:
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
 def _roots(t: Tally, rack_of: Callable[[str], str], repeat_min: int) -> list[dict[str, Any]]:
     rows = [(sum(c.values()), node, c) for node, c in _by_node(t).items()]
     return [
@@ -167,7 +171,7 @@ def _roots(t: Tally, rack_of: Callable[[str], str], repeat_min: int) -> list[dic
             "node": node,
             "rack": rack_of(node),
             "failures": n,
-            "labels": _most_first(c),
+            "labels": most_first(c),
             "days": sorted(t.root_days[node]),
         }
         for n, node, c in sorted(rows, key=lambda r: (-r[0], r[1]))
@@ -177,9 +181,9 @@ def _roots(t: Tally, rack_of: Callable[[str], str], repeat_min: int) -> list[dic
 
 def _root_racks(t: Tally, rack_of: Callable[[str], str]) -> list[dict[str, Any]]:
     racks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for node, labels in _by_node(t).items():
+    for node, counts in _by_node(t).items():
         cell = racks[rack_of(node)]
-        cell[0] += sum(labels.values())
+        cell[0] += sum(counts.values())
         cell[1] += 1
     return [
         {"rack": r, "failures": f, "nodes": n} for r, (f, n) in sorted(racks.items(), key=lambda kv: (-kv[1][0], kv[0]))

@@ -50,8 +50,14 @@ def _legend(x: float, y: float, palette: dict[str, str]) -> list[str]:
     return out
 
 
-def stacked_bars(name: str, categories: Sequence[str], series: Mapping[str, Sequence[float]]) -> str:
-    """One bar per category, stacked by series (failures per day by label)."""
+MARK = 'stroke="#000" stroke-width="2" data-finding="1"'  # what a finding points at
+
+
+def stacked_bars(
+    name: str, categories: Sequence[str], series: Mapping[str, Sequence[float]], marked: frozenset[str] = frozenset()
+) -> str:
+    """One bar per category, stacked by series (failures per day by label); a marked category
+    (a finding's day) gets a frame around its bar."""
     palette = colours(list(series))
     left, top, plot_h = 40, 10, 220
     step = max(12, min(40, 700 // max(1, len(categories))))
@@ -75,7 +81,12 @@ def stacked_bars(name: str, categories: Sequence[str], series: Mapping[str, Sequ
                 f'fill="{palette[label]}" data-series="{escape(label)}"><title>{escape(category)} '
                 f"{escape(label)}: {values[i]:g}</title></rect>"
             )
-        if i % max(1, len(categories) // 12) == 0:
+        if category in marked:
+            body.append(
+                f'<rect x="{left + i * step}" y="{top}" width="{step}" height="{plot_h}" fill="none" {MARK} '
+                f'data-category="{escape(category)}"><title>finding: {escape(category)}</title></rect>'
+            )
+        if i % max(1, len(categories) // 12) == 0 or category in marked:
             body.append(_text(left + i * step + step / 2, top + plot_h + 14, category[5:], "middle"))
     body += _legend(left + step * len(categories) + 16, top, palette)
     height = max(top + plot_h + 24, top + 16 * len(series) + 10)
@@ -89,6 +100,7 @@ def bars(
     errors: Sequence[tuple[float, float]] = (),
     unit: str = "",
     series: str = "value",
+    marked: frozenset[str] = frozenset(),
 ) -> str:
     """Horizontal bars, optionally with a confidence interval whisker per bar."""
     left, row, plot_w = 90, 22, 360
@@ -100,9 +112,10 @@ def bars(
         shown = f"{value:.1%}" if unit == "%" else f"{value:g}"
         body.append(_text(left - 6, y + 13, category, "end"))
         body.append(
-            f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{row - 6}" fill="#1f77b4" '
+            f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{row - 6}" '
+            f'fill="{"#d62728" if category in marked else "#1f77b4"}" {MARK if category in marked else ""} '
             f'data-series="{escape(series)}" data-category="{escape(category)}"><title>{escape(category)}: '
-            f"{shown}</title></rect>"
+            f"{shown}{' (finding)' if category in marked else ''}</title></rect>"
         )
         if errors:
             lo, hi = errors[i]
@@ -117,7 +130,13 @@ def bars(
 Cell = tuple[float, int, int]  # rate, n, of
 
 
-def heatmap(name: str, rows: Sequence[str], columns: Sequence[str], cells: dict[tuple[str, str], Cell]) -> str:
+def heatmap(
+    name: str,
+    rows: Sequence[str],
+    columns: Sequence[str],
+    cells: dict[tuple[str, str], Cell],
+    marked: frozenset[tuple[str, str]] = frozenset(),
+) -> str:
     """Rows x columns, shaded by rate; each cell says rate and n/of (a rate over 3 jobs shows its 3)."""
     left, top, cw, ch = 330, 110, 74, 26
     peak = max([rate for rate, _, _ in cells.values()] or [1]) or 1
@@ -137,9 +156,11 @@ def heatmap(name: str, rows: Sequence[str], columns: Sequence[str], cells: dict[
         for j, col in enumerate(columns):
             rate, n, of = cells.get((row, col), (0.0, 0, 0))
             shade = 0.08 + 0.92 * rate / peak if n else 0.0
+            edge = MARK if (row, col) in marked else 'stroke="#ddd"'
             body.append(
                 f'<rect x="{left + j * cw}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="#d62728" '
-                f'fill-opacity="{shade:.2f}" stroke="#ddd" data-series="{escape(col)}" '
+                f'fill-opacity="{shade:.2f}" {edge} '
+                f'data-series="{escape(col)}" '
                 f'data-row="{escape(row)}"><title>{escape(row)} / {escape(col)}: {n} of {of} ({rate:.1%})'
                 "</title></rect>"
             )

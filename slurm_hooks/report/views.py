@@ -1,4 +1,6 @@
-"""The report document as named tables: what `--group-by` selects and what text and CSV print."""
+"""The report document as named tables: what `--group-by` selects and what text, CSV and HTML
+print. Cells are values (counts, rates as fractions, each interval bound its own column): CSV
+writes them as they are, and text and HTML format the columns named in RATES as percentages."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from typing import Any
 
 Table = tuple[list[str], list[list[Any]]]
 VIEWS = (
+    "findings",
     "coverage",
     "records",
     "label",
@@ -20,86 +23,154 @@ VIEWS = (
     "details",
 )
 DEFAULT_TEXT = ("coverage", "records", "label", "config", "nodes", "racks", "root-node", "day")
+RATES = frozenset({"rate", "ci_low", "ci_high", "job share", "GPU-hour share", "rate by GPU-hours", "fleet rate"})
+# what the top rows of a view are, in the default text: the column to rank by (None: as listed)
+TOP_BY: dict[str, str | None] = {"config": "jobs", "day": "failures", "root-node": None, "label": None}
+_RATE = ("rate", "ci_low", "ci_high")
+FINDING_COLUMNS = ["kind", "label", "subject", "jobs", "failures", "rate", "baseline_rate", "ratio", "ratio_ci_low"]
+FINDING_COLUMNS += ["ratio_ci_high", "p_value", "node_hours", "gpu_hours", "text"]
 
 
-def _pct(row: dict[str, Any]) -> list[str]:
-    return [f"{100 * row['rate']:.1f}%", f"{100 * row['ci_low']:.1f}-{100 * row['ci_high']:.1f}%"]
+def _rates(row: dict[str, Any]) -> list[float]:
+    return [row[k] for k in _RATE]
 
 
 def view(doc: dict[str, Any], name: str) -> Table:
+    columns, rows, clustered = _view(doc, name)
+    if clustered and len(doc.get("clusters", [""])) > 1:  # the cluster is a dimension of every view
+        return ["cluster", *columns], [[c, *row] for c, row in rows]
+    return columns, [row for _, row in rows]
+
+
+def _view(doc: dict[str, Any], name: str) -> tuple[list[str], list[tuple[str, list[Any]]], bool]:
     totals = doc["totals"]
+    if name == "findings":
+        return (
+            FINDING_COLUMNS,
+            [
+                (
+                    f["subject"].get("cluster", ""),
+                    [
+                        f["kind"],
+                        f["label"],
+                        " ".join(f"{k}={v}" for k, v in f["subject"].items() if k != "cluster"),
+                        *(f[k] for k in ("jobs", "failures", "rate", "baseline_rate", "ratio", "ci_low", "ci_high")),
+                        *(f[k] for k in ("p_value", "node_hours", "gpu_hours", "text")),
+                    ],
+                )
+                for f in doc["findings"]
+            ],
+            True,
+        )
     if name == "coverage":
         cov = totals["coverage"]
         rows: list[list[Any]] = [
-            ["jobs ended", totals["jobs"], ""],
+            ["jobs ended in the window", totals["jobs"], ""],
             ["succeeded", totals["succeeded"], ""],
             ["failed", totals["failed"], ""],
-            ["failed, diagnosed", cov["diagnosed"], ""],
+            ["completed, with a crash", totals.get("crashed", 0), ""],
+            ["failed or crashed, diagnosed", cov["diagnosed"], ""],
         ]
         rows += [
             [f"failed, no diagnosis: {u['reason']}", u["jobs"], " ".join(u["job_ids"][:10])] for u in cov["uncovered"]
         ]
-        rows.append(["not ended yet", totals["not_ended"], ""])
-        return ["what", "jobs", "job ids (first 10)"], rows
+        outside = totals.get("outside", {"not_ended": totals["not_ended"]})
+        rows += [[f"not counted: {k.replace('_', ' ')}", v, ""] for k, v in outside.items() if v or k == "not_ended"]
+        return ["what", "jobs", "job ids (first 10)"], [("", r) for r in rows], False
     if name == "records":
         rows = [[f"record: {k}", v] for k, v in doc["records"].items() if v]
         rows += [[f"input: {k}", v] for k, v in doc["input"].items() if v]
-        return ["bucket", "rows"], rows
+        return ["bucket", "jobs (input: rows)"], [("", r) for r in rows], False
     if name == "label":
         return (
-            ["label", "jobs", "node-hours lost", "GPU-hours lost"],
+            ["label", "jobs", "node-hours lost", "GPU-hours lost", "crashed", "job share", "GPU-hour share"],
             [
                 row
                 for r in doc["labels"]
                 for row in [
-                    [r["label"], r["jobs"], r["node_hours"], r["gpu_hours"]],
-                    *([f"{r['label']}/{kind}", n, "", ""] for kind, n in r.get("kinds", {}).items()),  # by kind
+                    (r.get("cluster", ""), [r["label"], r["jobs"], r["node_hours"], r["gpu_hours"], *_extra(r)]),
+                    *(  # app_exception by kind
+                        (r.get("cluster", ""), [f"{r['label']}/{kind}", n, "", "", "", "", ""])
+                        for kind, n in r.get("kinds", {}).items()
+                    ),
                 ]
             ],
+            True,
         )
     if name == "config":
         return (
-            ["label", "driver", "cdmm", "ncore", "gpu", "jobs", "of", "rate", "95% CI"],
+            ["label", "driver", "cdmm", "ncore", "gpu", "jobs", "of", *_RATE, "rate by GPU-hours", "crashed"],
             [
-                [
-                    r["label"],
-                    r["driver"] or "-",
-                    r["cdmm"] or "-",
-                    r["ncore"] or "-",
-                    r["gpu"] or "-",
-                    r["jobs"],
-                    r["config_jobs"],
-                    *_pct(r),
-                ]
+                (
+                    r.get("cluster", ""),
+                    [
+                        r["label"],
+                        *(r[k] or "-" for k in ("driver", "cdmm", "ncore", "gpu")),
+                        r["jobs"],
+                        r["config_jobs"],
+                        *_rates(r),
+                        r.get("gpu_rate", 0.0),
+                        r.get("crashed", 0),
+                    ],
+                )
                 for r in doc["configs"]
+                if r["label"] != "success"  # the rates of failures; success is what is left
             ],
+            True,
         )
     if name in ("nodes", "racks"):
         return (
-            [f"{name} spanned", "jobs", "failed", "rate", "95% CI", "top failure"],
-            [[r["bucket"], r["jobs"], r["failed"], *_pct(r), _top(r["labels"])] for r in doc["scale"][name]],
+            [f"{name} spanned", "jobs", "failed", *_RATE, "crashed", "top failure"],
+            [
+                (
+                    r.get("cluster", ""),
+                    [r["bucket"], r["jobs"], r["failed"], *_rates(r), r.get("crashed", 0), _top(r["labels"])],
+                )
+                for r in doc["scale"][name]
+            ],
+            True,
         )
     if name == "root-node":
         return (
             ["root node", "rack", "failures", "labels", "days"],
             [
-                [r["node"], r["rack"], r["failures"], _counts(r["labels"]), " ".join(r["days"])]
+                (r.get("cluster", ""), [r["node"], r["rack"], r["failures"], _counts(r["labels"]), " ".join(r["days"])])
                 for r in doc["root_nodes"]
             ],
+            True,
         )
     if name == "day":
-        return ["day", "label", "failures"], [[r["day"], r["label"], r["failures"]] for r in doc["per_day"]]
+        return (
+            ["day", "label", "failures", "crashed", "jobs that day"],
+            [
+                (r.get("cluster", ""), [r["day"], r["label"], r["failures"], r.get("crashed", 0), r.get("jobs", "")])
+                for r in doc["per_day"]
+            ],
+            True,
+        )
     if name in ("partition", "user", "account"):
         return (
-            [name, "jobs", "failed", "rate", "95% CI"],
-            [[r[name], r["jobs"], r["failed"], *_pct(r)] for r in doc["groups"][name]],
+            [name, "jobs", "failed", *_RATE, "crashed"],
+            [
+                (r.get("cluster", ""), [r[name], r["jobs"], r["failed"], *_rates(r), r.get("crashed", 0)])
+                for r in doc["groups"][name]
+            ],
+            True,
         )
     if name == "details":
         return (
             ["job", "label", "state", "summary (spooled diagnosis)", "first fault"],
-            [[d["job_id"], d["label"], d["state"], *_diagnosis(d["diagnosis"])] for d in doc["details"]],
+            [
+                (d.get("cluster", ""), [d["job_id"], d["label"], d["state"], *_diagnosis(d["diagnosis"])])
+                for d in doc["details"]
+            ],
+            True,
         )
     raise KeyError(name)
+
+
+def _extra(r: dict[str, Any]) -> list[Any]:
+    return [r.get("crashed", 0), r.get("job_share", 0.0), r.get("gpu_share", 0.0)]
 
 
 def _diagnosis(diagnosis: dict[str, Any] | None) -> list[str]:

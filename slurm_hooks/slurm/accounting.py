@@ -48,8 +48,9 @@ _TAIL = 64  # enough to see the end marker of a cut record
 _GPU = "gres/gpu="
 
 
-def sacct_argv(since: datetime, until: datetime, sep: str = SEP) -> list[str]:
-    """sacct takes naive local times: turn the window into this host's zone (sacct's zone too)."""
+def sacct_argv(since: datetime, until: datetime, sep: str = SEP, cluster: str = "") -> list[str]:
+    """sacct takes naive local times: turn the window into this host's zone (sacct's zone too).
+    `cluster`: another cluster of the same slurmdbd (sacct -M); "" is sacct's own."""
     fmt = "%Y-%m-%dT%H:%M:%S"
     return [
         "sacct",
@@ -64,6 +65,7 @@ def sacct_argv(since: datetime, until: datetime, sep: str = SEP) -> list[str]:
         since.astimezone().strftime(fmt),
         "-E",
         until.astimezone().strftime(fmt),
+        *(["-M", cluster] if cluster else []),
     ]
 
 

@@ -188,6 +188,10 @@ class SlurmCli:
         if "Nothing modified" in out:
             raise NotInAccountingYet(f"sacctmgr: job {job_id} not in accounting yet")
 
+    def clusters(self) -> list[str]:
+        """Every cluster this slurmdbd serves (`report --clusters all`)."""
+        return sorted({c for c in self._run("sacctmgr", "-n", "-P", "list", "clusters", "format=Cluster").split() if c})
+
     def hostnames(self, node_list: str) -> list[str]:
         return self._run("scontrol", "show", "hostnames", node_list).split()
 
@@ -199,11 +203,11 @@ class SlurmCli:
             yield from parse_rows(out, sep)
 
     @contextlib.contextmanager
-    def accounting_output(self, since: datetime, until: datetime) -> Iterator[tuple[IO[bytes], str]]:
+    def accounting_output(self, since: datetime, until: datetime, cluster: str = "") -> Iterator[tuple[IO[bytes], str]]:
         """sacct's own output for the window and its separator, unparsed: the report parses it on
-        every CPU (accounting.records, then parse_record in each worker)."""
+        every CPU (accounting.records, then parse_record in each worker). `cluster`: sacct -M."""
         from slurm_hooks.slurm.accounting import sacct_argv, sacct_output
 
         sep = fresh_separator()  # no comment can hold it, so none can forge a row
-        with sacct_output(sacct_argv(since, until, sep), self.accounting_timeout) as out:
+        with sacct_output(sacct_argv(since, until, sep, cluster), self.accounting_timeout) as out:
             yield out, sep
