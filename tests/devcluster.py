@@ -38,6 +38,11 @@ def run(*cmd: str, timeout: float = 30, check: bool = True) -> str:
     return out.stdout
 
 
+def slurm_line() -> str:
+    """The running Slurm's major.minor ('22.05', '24.11'): the lane the tests run on."""
+    return ".".join(run("scontrol", "--version").split()[-1].split(".")[:2])
+
+
 def nodes() -> list[str]:
     """The compute nodes cluster-up.sh started: FIRST, then FIRST-2, -3, -4 (or FIRST alone)."""
     try:
