@@ -58,7 +58,8 @@ LANE_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 # Once per checkout and chroot, with the host's network: the lane's test venv (.lanes/<suite>/venv:
 # the chroot's python3, the project's dev extras), a wheelhouse for the installs cluster-up.sh makes
-# inside the lane, and pyslurm for that Slurm (a cached wheel; none for 26.05).
+# inside the lane, and pyslurm for that Slurm (a cached wheel; none for 26.05). SLURM_HOOKS_OFFLINE=1
+# (ci-in-chroot.sh, no network): from those wheels alone.
 lane_prepare() {
   local version=$1 suite root; suite=$(lane_suite "$version"); root=$("$LANE_HERE/lane-chroot.sh" "$suite")
   local venv=$LANE_REPO/.lanes/$suite/venv
@@ -73,7 +74,8 @@ lane_prepare() {
     source '$LANE_HERE/lane.sh'
     lane_mounts '$root' '$suite'
     chroot '$root' env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 PIP_CONFIG_FILE=/dev/null \
-      PIP_DISABLE_PIP_VERSION_CHECK=1 bash -c '
+      PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_FIND_LINKS=/var/cache/slurm-hooks-wheels ${SLURM_HOOKS_OFFLINE:+PIP_NO_INDEX=1} \
+      bash -c '
       set -euo pipefail
       cd $LANE_REPO
       [ -x $venv/bin/python ] || python3 -m venv $venv
@@ -82,7 +84,7 @@ lane_prepare() {
       touch $venv/.installed
       # cluster-up.sh inside the lane runs make install (a venv from python3, then this package)
       $venv/bin/pip download -q -d /var/cache/slurm-hooks-wheels pip \"setuptools>=61\" wheel
-      $venv/bin/pip wheel -q -w /var/cache/slurm-hooks-wheels .
+      $venv/bin/pip wheel -q -w /var/cache/slurm-hooks-wheels \".[dev]\"   # also what ci-in-chroot.sh installs
       touch /var/cache/slurm-hooks-wheels/.done
       deploy/pyslurm/build-wheel.sh $venv/bin/python --install || [ \$? = 3 ]
     '
