@@ -10,6 +10,7 @@
 #            lane's chroot come from ~/.cache/slurm-hooks (bound in), as on a CI machine's warm cache
 #   pids     its own namespace, whose first process reaps; when it ends, everything in it ends
 # Log: $WORK/ci.log (WORK is printed; removed unless KEEP=1). Exit status: .ci/run's.
+# CI_CMD='make venv && make lint' runs that instead of .ci/run (a quick check of the setup).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lane.sh"
@@ -42,7 +43,7 @@ unshare --net --mount --pid --fork --propagation private bash -c "
     python3 -c '
 import os, subprocess, sys
 # the first process of the pid namespace: run CI, reap the daemons that daemonize under it
-ci = subprocess.Popen([\"bash\", \"-c\", \"cd /ci/slurm-hooks && .ci/run\"])
+ci = subprocess.Popen([\"bash\", \"-c\", \"cd /ci/slurm-hooks && ${CI_CMD:-.ci/run}\"])
 while True:
     pid, status = os.wait()
     if pid == ci.pid:
