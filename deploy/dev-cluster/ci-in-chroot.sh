@@ -25,6 +25,7 @@ WORK=$(mktemp -d /var/tmp/ci-in-chroot.XXXXXX)
 mkdir -p "$WORK/upper" "$WORK/work" "$WORK/merged"
 git clone -q "$REPO" "$WORK/clone"
 lane_say "fresh clone of $(git -C "$REPO" rev-parse --short HEAD) in $WORK; prepared in $(( $(date +%s) - T0 )) s"
+printf 'cd /ci/slurm-hooks\n%s\n' "${CI_CMD:-.ci/run}" > "$WORK/upper/ci-cmd.sh"   # / of the overlay
 rc=0
 unshare --net --mount --pid --fork --propagation private bash -c "
   set -euo pipefail
@@ -43,7 +44,7 @@ unshare --net --mount --pid --fork --propagation private bash -c "
     python3 -c '
 import os, subprocess, sys
 # the first process of the pid namespace: run CI, reap the daemons that daemonize under it
-ci = subprocess.Popen([\"bash\", \"-c\", \"cd /ci/slurm-hooks && ${CI_CMD:-.ci/run}\"])
+ci = subprocess.Popen([\"bash\", \"/ci-cmd.sh\"])
 while True:
     pid, status = os.wait()
     if pid == ci.pid:
