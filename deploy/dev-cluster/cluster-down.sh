@@ -28,3 +28,8 @@ for p in $(pgrep -x 'slurmctld|slurmd|slurmdbd'); do
   stop "$(cat "/proc/$p/comm") (left running)" "$p"
 done
 rm -f "$RUNDIR/started" "$RUNDIR/nodes"
+sleep 0.5
+left=$(for p in $(pgrep -x 'slurmctld|slurmd|slurmdbd'); do
+  [ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$own" ] && [ "$(readlink "/proc/$p/root" 2>/dev/null)" = / ] && echo "$p"
+done)
+[ -z "$left" ] || { echo "cluster-down: still running: $(ps -o pid=,args= -p $left | tr '\n' ';')" >&2; exit 1; }
