@@ -127,9 +127,11 @@ id bob >/dev/null 2>&1 || useradd -m -u 2002 -s /bin/bash bob
 # clean: its saved jobs (held or pending ones a fault test left), the accounting database and the
 # hooks' spool and state go, so nothing of an earlier run falls into this run's windows or ids.
 if ! alive /run/slurmctld.pid && [ "${SLURM_HOOKS_DEV_KEEP_STATE:-}" != 1 ]; then
-  CLEAN=1; say "clean start: StateSaveLocation, slurm_acct_db, the hooks' spool and state"
+  CLEAN=1; say "clean start: StateSaveLocation, slurm_acct_db, the hooks' spool, state and log (kept as .1)"
   find /var/lib/slurm/slurmctld /var/spool/slurm-hooks -mindepth 1 -delete
-  rm -rf /run/slurm-hooks
+  rm -rf /run/slurm-hooks /home/alice/jobs   # job ids start again at 1: nothing may hold an old one
+  mv -f /var/log/slurm-hooks.log /var/log/slurm-hooks.log.1   # the tests read the hook log by job id
+  install -m 0644 -o slurm /dev/null /var/log/slurm-hooks.log
 else
   CLEAN=0
 fi
