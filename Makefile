@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)  ## .venv with the dev tools (needs python3 with venv, and PyPI)
 
-demo: venv  ## diagnose the embedded headline example
+demo: venv  ## diagnose the embedded headline example (needs only the venv)
 	$(BIN)/slurm-hooks diagnose $(DEMO)
 
 test-unit: venv  ## everything that needs no Slurm daemons
@@ -51,7 +51,7 @@ lint: venv typecheck  ## mypy --strict on the package, ruff check, ruff format -
 typecheck: venv  ## mypy --strict on slurm_hooks/ (settings in pyproject.toml)
 	$(BIN)/mypy
 
-bench: venv  ## speed claims, as ratios against baselines measured in the same run
+bench: venv  ## speed claims, as ratios against baselines measured in the same run (needs only the venv)
 	$(BIN)/python bench/prolog_imports.py
 	$(BIN)/python bench/hook_startup.py
 	$(BIN)/python bench/scan_throughput.py
@@ -88,5 +88,5 @@ cluster-down:  ## stops what cluster-up started, daemons tests restarted include
 lane-test: venv  ## SLURM=24.11|26.05: that lane up, its tests through deploy/dev-cluster/slurm-run, down (needs root)
 	deploy/dev-cluster/lane-test.sh $(SLURM)
 
-clean:
-	rm -rf $(VENV) bench/out
+clean:  ## the venvs (.venv, the lanes' .lanes/) and bench/out; the caches in ~/.cache/slurm-hooks stay
+	rm -rf $(VENV) .lanes bench/out
