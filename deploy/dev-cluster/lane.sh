@@ -96,8 +96,12 @@ lane_pid() {  # the host pid of the lane's init (its pid namespace's 1), if the 
   local f=$LANE_STATE/$1/init.pid p
   [ -f "$f" ] || return 1
   p=$(cat "$f")
-  [ -e "/proc/$p" ] && [ "$(readlink "/proc/$p/root")" = "$(cat "$LANE_STATE/$1/root")" ] && echo "$p"
+  [ -e "/proc/$p" ] && same_dir "/proc/$p/root" "$(cat "$LANE_STATE/$1/root")" && echo "$p"
 }
+
+# Whether two paths are one directory: by device and inode, since /proc/PID/root reads as another
+# path where the lane's mount namespace sees the chroot differently (a lane inside ci-in-chroot.sh)
+same_dir() { [ "$(stat -L -c %d:%i "$1" 2>/dev/null)" = "$(stat -L -c %d:%i "$2" 2>/dev/null)" ]; }
 
 lane_up() {
   local version=$1 suite root; suite=$(lane_suite "$version")
@@ -123,7 +127,7 @@ while True:
   local unshare=$! p=""
   for _ in $(seq 100); do
     p=$(pgrep -P "$unshare" | head -1 || true)
-    [ -n "$p" ] && [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ] && break
+    [ -n "$p" ] && same_dir "/proc/$p/root" "$root" && break
     sleep 0.1
   done
   [ -n "$p" ] || { cat "$LANE_STATE/$version/init.log" >&2; lane_say "the $version lane did not start"; return 1; }
