@@ -11,6 +11,9 @@
 #   pids     its own namespace, whose first process reaps; when it ends, everything in it ends
 # Log: $WORK/ci.log (WORK is printed; removed unless KEEP=1). Exit status: .ci/run's.
 # CI_CMD='make venv && make lint' runs that instead of .ci/run (a quick check of the setup).
+# Not here: the 26.05 lane (SLURM_HOOKS_CI_LANES is empty). Nested in this stand-in, the lane's
+# bind of the clone comes up empty (not solved yet); on a real Debian 13 host the lane is not
+# nested, and on Debian 12 `make lane-test SLURM=26.05` runs it.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lane.sh"
@@ -39,7 +42,7 @@ unshare --net --mount --pid --fork --propagation private bash -c "
   mount --bind '$WORK/clone' \"\$M/ci/slurm-hooks\"
   [ -z '$SHARED' ] || mount --bind -o ro '$SHARED' \"\$M/ci/shared\"
   exec chroot \"\$M\" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-    CI=true SLURM_HOOKS_OFFLINE=1 PIP_NO_INDEX=1 PIP_FIND_LINKS=/root/.cache/slurm-hooks/wheels-trixie \
+    CI=true SLURM_HOOKS_CI_LANES= SLURM_HOOKS_OFFLINE=1 PIP_NO_INDEX=1 PIP_FIND_LINKS=/root/.cache/slurm-hooks/wheels-trixie \
     PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1 \
     python3 -c '
 import os, subprocess, sys
