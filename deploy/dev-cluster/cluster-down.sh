@@ -22,14 +22,14 @@ tac "$RUNDIR/started" | while read -r pidfile; do
   rm -f "$pidfile"   # a stale slurmctld pid file makes Debian's prerm run scancel
 done
 own=$(readlink /proc/self/ns/mnt)
-for p in $(pgrep -x 'slurmctld|slurmd|slurmdbd'); do
+for p in $(pgrep -x slurmctld; pgrep -x slurmd; pgrep -x slurmdbd); do
   [ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$own" ] || continue   # a lane's daemons live in their own
   [ "$(readlink "/proc/$p/root" 2>/dev/null)" = / ] || continue
   stop "$(cat "/proc/$p/comm") (left running)" "$p"
 done
 rm -f "$RUNDIR/started" "$RUNDIR/nodes"
 sleep 0.5
-left=$(for p in $(pgrep -x 'slurmctld|slurmd|slurmdbd'); do
+left=$(for p in $(pgrep -x slurmctld; pgrep -x slurmd; pgrep -x slurmdbd); do
   [ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$own" ] && [ "$(readlink "/proc/$p/root" 2>/dev/null)" = / ] && echo "$p"
 done)
 [ -z "$left" ] || { echo "cluster-down: still running: $(ps -o pid=,args= -p $left | tr '\n' ';')" >&2; exit 1; }
