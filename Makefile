@@ -7,7 +7,7 @@ RUNTIME := $(VENV)/.runtime
 INSTALL_LOG := $(VENV)/install.log
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
-.PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser reliability cluster-up cluster-down clean pyslurm
+.PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser reliability cluster-up cluster-down clean pyslurm lane-test
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,7 @@ $(RUNTIME): pyproject.toml
 	@$(BIN)/pip install --disable-pip-version-check -e . > $(INSTALL_LOG) 2>&1 || { tail -n 20 $(INSTALL_LOG); exit 1; }
 	@touch $@
 
-venv: $(STAMP)
+venv: $(STAMP)  ## .venv with the dev tools (needs python3 with venv, and PyPI)
 
 demo: $(RUNTIME)  ## diagnose the embedded headline example (runtime dependencies only; no site config read)
 	@$(BIN)/slurm-hooks diagnose --config deploy/config.example.yaml $(DEMO)
@@ -36,7 +36,7 @@ test: venv browser pyslurm  ## the whole suite, real Slurm included (needs root:
 
 PROPERTY_TESTS := tests/test_annotation.py tests/test_slurm_client.py tests/test_hooklog.py tests/test_bad_input.py \
 	tests/test_bundle_limits.py tests/test_clocks_properties.py tests/test_hostile_scale.py
-reliability: venv  ## property tests at full strength, then the fault matrix on the real dev cluster -> docs/reliability.md
+reliability: venv pyslurm  ## property tests at full strength, then the fault matrix on the real dev cluster -> docs/reliability.md (needs root; builds pyslurm once: its rows run both backends)
 	mkdir -p bench/out; rm -f bench/out/reliability.jsonl
 	RELIABILITY_OUT=bench/out/reliability.jsonl HYPOTHESIS_PROFILE=reliability \
 	  $(BIN)/pytest -q $(PROPERTY_TESTS) --junitxml=bench/out/reliability-properties.xml
@@ -48,7 +48,7 @@ reliability: venv  ## property tests at full strength, then the fault matrix on 
 
 # The Epilog flow (hooks, collection, delivery, spool) through its fakes alone: >= 90% of its lines.
 EPILOG_FLOW := hooks.epilog hooks.epilog_slurmctld hooks.post_job hooks.deps job collect deliver spool nofollow
-coverage-epilog: venv
+coverage-epilog: venv  ## the Epilog flow's line coverage through its fakes (needs nothing else)
 	$(BIN)/pytest -q -m "not slurm" -p no:cacheprovider $(foreach m,$(EPILOG_FLOW),--cov=slurm_hooks.$(m)) \
 		--cov-report=term-missing --cov-fail-under=90 tests/test_epilog.py tests/test_epilog_slurmctld.py \
 		tests/test_deliver.py tests/test_outbox.py tests/test_spool.py tests/test_job.py tests/test_job_logs.py \
@@ -62,7 +62,7 @@ lint: venv typecheck  ## mypy --strict on the package, ruff check, ruff format -
 typecheck: venv  ## mypy --strict on slurm_hooks/ (settings in pyproject.toml)
 	$(BIN)/mypy
 
-bench: venv  ## speed claims, as ratios against baselines measured in the same run
+bench: venv  ## speed claims, as ratios against baselines measured in the same run (needs only the venv)
 	$(BIN)/python bench/prolog_imports.py
 	$(BIN)/python bench/hook_startup.py
 	$(BIN)/python bench/scan_throughput.py
@@ -85,15 +85,20 @@ install:  ## self-contained install: PREFIX/venv, HOOKS_DIR scripts + slurm.conf
 # pyslurm for this host's Slurm, built from the vendored source once per machine (cached under
 # ~/.cache/slurm-hooks/pyslurm by pyslurm, Slurm and Python version): into .venv for the tests, and
 # for Debian's python3, which the dev cluster's hooks run (cluster-up installs it from the cache).
-pyslurm: venv
-	deploy/pyslurm/build-wheel.sh $(BIN)/python --install
-	deploy/pyslurm/build-wheel.sh /usr/bin/python3
+pyslurm: venv  ## needs root once (libslurm-dev, python3-dev, gcc); ~7 min the first time, then cached; nothing where no pyslurm exists (26.05)
+	deploy/pyslurm/build-wheel.sh $(BIN)/python --install || [ $$? = 3 ]
+	deploy/pyslurm/build-wheel.sh /usr/bin/python3 || [ $$? = 3 ]
 
-cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks
+cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks, from a clean state (needs root; installs the Debian packages it lacks). SLURM=24.11|26.05: that Slurm's lane (a cached Debian chroot in its own namespaces; needs debootstrap and Debian's archive once)
 	deploy/dev-cluster/cluster-up.sh
 
-cluster-down:
+cluster-down:  ## stops what cluster-up started, daemons tests restarted included (SLURM=...: that lane)
 	deploy/dev-cluster/cluster-down.sh
 
-clean:
-	rm -rf $(VENV) bench/out
+# The Slurm-facing tests on another Slurm's lane (deploy/dev-cluster/lane-test.sh says which); a
+# version that is the host's own is skipped (make test ran everything on it). .ci/run runs both.
+lane-test: venv  ## SLURM=24.11|26.05: that lane up, its tests through deploy/dev-cluster/slurm-run, down (needs root)
+	deploy/dev-cluster/lane-test.sh $(SLURM)
+
+clean:  ## the venvs (.venv, the lanes' .lanes/) and bench/out; the caches in ~/.cache/slurm-hooks stay
+	rm -rf $(VENV) .lanes bench/out

@@ -52,7 +52,7 @@ def planted_pyslurm(init: str) -> Iterator[None]:
     ("init", "reason"),
     [
         ("raise ImportError('deliberately broken pyslurm')\n", "ImportError: deliberately broken pyslurm"),
-        ("__version__ = '25.11.2'\n", "pyslurm 25.11.2 is built for Slurm 25.11, this is Slurm 22.05"),
+        ("__version__ = '25.11.2'\n", "pyslurm 25.11.2 is built for Slurm 25.11, this is Slurm {running}"),
     ],
 )
 def test_epilog_falls_back_to_the_cli(init: str, reason: str) -> None:
@@ -65,5 +65,6 @@ def test_epilog_falls_back_to_the_cli(init: str, reason: str) -> None:
     assert dc.node_state() == "idle"  # the Epilog exited 0: no drain
     epilog = [json.loads(line) for line in dc.hook_log(job) if '"hook": "epilog"' in line]
     fallbacks = [e for e in epilog if e["event"] == "slurm_backend_fallback"]
+    reason = reason.format(running=dc.slurm_line())
     assert len(fallbacks) == 1 and reason in fallbacks[0]["reason"] and fallbacks[0]["backend"] == "cli", epilog
     assert any(e["event"] == "epilog_done" for e in epilog)

@@ -38,7 +38,9 @@ def wait_logged(job: str, event: str, timeout: float = 60) -> None:
 @pytest.fixture(scope="module")
 def jobs() -> dict[str, str]:
     dc.require_cluster()
-    dc.configure()
+    # Each node its own kernel-log file: the machine's one ring buffer holds every segfault of the
+    # machine (another lane's, another user's), which a job that runs a minute would take as its own.
+    dc.configure(kernel_files=True)
     time.sleep(2.5)  # the previous test's last job may have ended inside the 2 s margin below
     since = datetime.now() - timedelta(seconds=2)
     # Kernel lines are node-wide: a job running beside a segfault may take it as its own evidence

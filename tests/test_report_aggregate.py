@@ -100,7 +100,6 @@ def test_totals_coverage_and_buckets(config: Config) -> None:
         "unknown_label": 1,
         "truncated": 1,
         "newer_schema": 0,
-        "case_changed": 0,
         "jobstats": 1,
         "free_text": 0,
         "untrusted_comment": 0,

@@ -33,8 +33,9 @@ OURS = encode(
         ("slurm-hooks/v1 node=gb-r07", "truncated"),
         ("slurm-hoo", "truncated"),
         ("slurm-hooks/v2 label=app_segfault", "newer_schema"),
-        (OURS.upper(), "case_changed"),
-        ("slurm-hooks/v1 label=APP_SEGFAULT", "case_changed"),
+        (OURS.upper(), "ours"),  # sacctmgr 24.11 keeps case: a record's case never decides
+        ("slurm-hooks/v1 label=APP_SEGFAULT", "ours"),
+        ("SLURM-HOOKS/V2 label=app_segfault", "newer_schema"),
         ("JS1:eyJqb2JzdGF0cyI6MX0=", "jobstats"),
         ("js1:eyjqb2jzdgf0cyi6mx0=", "jobstats"),  # lowercased by sacctmgr: still jobstats', still not ours
         ("checked by ops | see ticket\nline two", "free_text"),

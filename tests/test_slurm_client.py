@@ -141,3 +141,43 @@ def test_accounting_state_counts_only_once_it_says_how_the_job_ended() -> None:
     assert settled_state("RUNNING", "TIMEOUT") == "TIMEOUT"  # the Epilog's COMPLETING job, read via its Reason
     assert settled_state("CANCELLED by 1001", "COMPLETING") == "CANCELLED"
     assert settled_state("", "FAILED") == "FAILED"
+
+
+def test_no_error_file_means_stderr_goes_to_the_output_file() -> None:
+    """squeue prints (null) for a job without --error; pyslurm 24.11 says the stdout path: both say the latter."""
+    record = SlurmCli(5, runner=Recorded(squeue_row(STDERR="(null)"), None)).job("77")
+    assert record.std_err == record.std_out == "/home/alice/train-77.out"
+    record = SlurmCli(5, runner=Recorded(squeue_row(STDERR="/home/alice/%j.err"), None)).job("77")
+    assert (record.std_out, record.std_err) == ("/home/alice/train-77.out", "/home/alice/77.err")
+
+
+def sacctmgr_answering(rc: int, stdout: str, stderr: str) -> Recorded:
+    class Sacctmgr(Recorded):
+        def __call__(self, argv, timeout_s, env=None):  # type: ignore[no-untyped-def]
+            self.calls.append(list(argv))
+            return subprocess.CompletedProcess(argv, rc, stdout.encode(), stderr.encode())
+
+    return Sacctmgr(None, None)
+
+
+@pytest.mark.parametrize(
+    ("rc", "stdout", "stderr"),
+    [
+        (0, " Nothing modified\n", ""),
+        (1, "", "Request didn't affect anything\n"),  # 22.05
+        (1, " Error with request: Data has not changed since time specified\n", " Request didn't affect anything\n"),
+        (1, "", " Request didn't affect anything\n Error with request: Data has not changed since time specified\n"),
+    ],
+)
+def test_a_modify_that_matched_no_job_is_not_yet(rc: int, stdout: str, stderr: str) -> None:
+    """Slurm 24.11's sacctmgr ends `Data has not changed since time specified`: not yet, not accounting down."""
+    with pytest.raises(NotInAccountingYet):
+        SlurmCli(5, runner=sacctmgr_answering(rc, stdout, stderr)).set_job_field("77", "comment", "x")
+
+
+def test_a_modify_refused_otherwise_is_a_slurm_error() -> None:
+    with pytest.raises(SlurmError) as caught:
+        SlurmCli(
+            5, runner=sacctmgr_answering(1, "", "sacctmgr: error: Problem talking to the database\n")
+        ).set_job_field("77", "comment", "x")
+    assert not isinstance(caught.value, NotInAccountingYet)

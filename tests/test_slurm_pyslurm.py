@@ -145,7 +145,15 @@ def test_set_job_field_on_a_job_accounting_lacks_is_not_yet() -> None:
     def nothing(*_: Any) -> list[int]:
         raise RPCError("Nothing was modified")
 
-    for module in (fake_pyslurm(stored={}), fake_pyslurm(stored={}, modify=nothing)):
+    def unchanged(*_: Any) -> list[int]:  # pyslurm 24.11 against slurmdbd 24.11
+        raise RPCError("Data has not changed since time specified")
+
+    modules = (
+        fake_pyslurm(stored={}),
+        fake_pyslurm(stored={}, modify=nothing),
+        fake_pyslurm(stored={}, modify=unchanged),
+    )
+    for module in modules:
         with pytest.raises(NotInAccountingYet, match="job 7 not in accounting yet"):
             SlurmPyslurm(module, BUDGET_S).set_job_field("7", "comment", "x")
 
@@ -161,3 +169,10 @@ def test_set_job_field_hanging_or_failing_is_a_slurm_error() -> None:
     assert not isinstance(caught.value, NotInAccountingYet)  # a refusal is not "not in accounting yet"
     with pytest.raises(SlurmError, match=r"db\.Jobs\.modify did not answer within 0\.5s"):
         SlurmPyslurm(fake_pyslurm(stored={7: stored_job(7)}, modify=hang), BUDGET_S).set_job_field("7", "comment", "x")
+
+
+def test_no_error_file_reads_as_the_output_file_as_through_the_cli() -> None:
+    """pyslurm 22.5 leaves standard_error empty without --error, 24.11 gives the stdout path: one answer."""
+    for stderr in (None, "", "/home/alice/7.out"):
+        record = SlurmPyslurm(fake_pyslurm(live=live_job(standard_error=stderr), stored={}), BUDGET_S).job("7")
+        assert record.std_err == record.std_out == "/home/alice/7.out"

@@ -9,9 +9,18 @@
 # scripts (/etc/slurm/hooks/nodes/<node>/, reached through a dispatcher keyed by SLURMD_NODENAME),
 # its own slurm-hooks config (/etc/slurm-hooks/nodes/<node>.yaml) with its own state dir,
 # host_root fixture and kernel-log file. The spool and home directories are shared, as on a cluster.
+#
+# SLURM=24.11 or 26.05 (make cluster-up SLURM=...): that Slurm's lane instead (lane.sh: a Debian
+# chroot in namespaces of its own, beside the host's cluster), unless the host's Slurm is that one.
+# Every cluster-up starts from a clean state: no job, accounting record or outbox entry of an earlier
+# run (SLURM_HOOKS_DEV_KEEP_STATE=1 keeps them).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
+if [ -n "${SLURM:-}" ]; then
+  source "$HERE/lane.sh"
+  if [ "$SLURM" != "$(host_slurm)" ]; then lane_up "$SLURM"; exit; fi
+fi
 RUNDIR=/run/slurm-hooks-dev
 H=$(hostname -s)
 NODES="$H $(seq -f "$H-%g" 2 "${SLURM_HOOKS_DEV_NODES:-4}" | tr '\n' ' ')"
@@ -99,29 +108,51 @@ HOOK
 done
 sed -e "s/@HOST@/$H/g" -e "s|@NODES@|$NODELINES|" -e "s|@PROCTRACK@|$PROCTRACK|" \
     -e "s|@EPILOG_SLURMCTLD@|$ESC|" "$HERE/slurm.conf.in" > /etc/slurm/slurm.conf
-install -m 0644 "$HERE/cgroup.conf" /etc/slurm/cgroup.conf
+SLURM_LINE=$(/usr/sbin/slurmd -V | awk '{print $2}' | cut -d. -f1,2)   # e.g. 22.05, 24.11
+if [[ $PROCTRACK == *linuxproc* ]] && [ "${SLURM_LINE%%.*}" -ge 23 ]; then
+  echo 'CgroupPlugin=disabled' > /etc/slurm/cgroup.conf   # no usable cgroup: slurmd >= 23 fails without this
+else
+  install -m 0644 "$HERE/cgroup.conf" /etc/slurm/cgroup.conf   # 22.05 reads it only for the cgroup plugins
+fi
 install -m 0600 -o slurm -g slurm "$HERE/slurmdbd.conf" /etc/slurm/slurmdbd.conf
 install -d -o slurm -g slurm -m 0755 /var/lib/slurm/slurmctld /var/log/slurm
 for n in $NODES; do install -d -m 0755 "/var/lib/slurm/slurmd/$n"; done
 echo $NODES > "$RUNDIR/nodes"
 install -d -o munge -g munge -m 0755 /run/munge
-install -d -o mysql -g mysql -m 0755 /run/mysqld
+install -d -o mysql -g mysql -m 0755 /run/mysqld /run/mariadbd   # MariaDB 11.8 (sid) uses the second
 id alice >/dev/null 2>&1 || useradd -m -u 2001 -s /bin/bash alice
 id bob >/dev/null 2>&1 || useradd -m -u 2002 -s /bin/bash bob
 
-# 4. daemons, in order, each only if not already running
+# 4. daemons, in order, each only if not already running. A controller that is not running starts
+# clean: its saved jobs (held or pending ones a fault test left), the accounting database and the
+# hooks' spool and state go, so nothing of an earlier run falls into this run's windows or ids.
+if ! alive /run/slurmctld.pid && [ "${SLURM_HOOKS_DEV_KEEP_STATE:-}" != 1 ]; then
+  CLEAN=1; say "clean start: StateSaveLocation, slurm_acct_db, the hooks' spool, state and log (kept as .1)"
+  find /var/lib/slurm/slurmctld /var/spool/slurm-hooks -mindepth 1 -delete
+  rm -rf /run/slurm-hooks /home/alice/jobs   # job ids start again at 1: nothing may hold an old one
+  mv -f /var/log/slurm-hooks.log /var/log/slurm-hooks.log.1   # the tests read the hook log by job id
+  install -m 0644 -o slurm /dev/null /var/log/slurm-hooks.log
+else
+  CLEAN=0
+fi
 if ! alive /run/munge/munged.pid; then
   [ -s /etc/munge/munge.key ] || { mungekey --create; chown munge:munge /etc/munge/munge.key; }
   runuser -u munge -- /usr/sbin/munged; started /run/munge/munged.pid
 fi
 waitfor 10 sh -c 'munge -n | unmunge'
 if ! mariadb -e 'select 1' >/dev/null 2>&1; then
-  setsid /usr/sbin/mariadbd --user=mysql --bind-address=127.0.0.1 --innodb-lock-wait-timeout=900 \
+  # MariaDB >= 11.6 (trixie, sid) has snapshot isolation on, which slurmdbd does not support: it
+  # dies on `1020 Record has changed since last read` (10.11, bookworm's, lacks the option)
+  iso=(); /usr/sbin/mariadbd --help --verbose 2>/dev/null | grep -q '^  --innodb-snapshot-isolation' && iso=(--innodb-snapshot-isolation=OFF)
+  setsid /usr/sbin/mariadbd --user=mysql --bind-address=127.0.0.1 --innodb-lock-wait-timeout=900 "${iso[@]}" \
       >/var/log/mysql-hooksdev.log 2>&1 </dev/null &
   echo $! > /run/mysqld/hooksdev.pid; started /run/mysqld/hooksdev.pid
 fi
 waitfor 60 mariadb -e 'select 1'
-mariadb -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'slurmdbpass';
+if [ "$CLEAN" = 1 ] && ! alive /run/slurmdbd.pid; then mariadb -e 'DROP DATABASE IF EXISTS slurm_acct_db'; fi
+# slurmdbd 24.11 does not create its database (it fails on `select @var := concat('')`)
+mariadb -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+            CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'slurmdbpass';
             GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;"
 if ! alive /run/slurmdbd.pid; then /usr/sbin/slurmdbd; started /run/slurmdbd.pid; fi
 waitfor 60 sacctmgr -n show cluster
@@ -137,4 +168,7 @@ done
 for n in $NODES; do scontrol update nodename="$n" state=resume >/dev/null 2>&1 || true; done
 want=$(echo $NODES | wc -w)
 waitfor 60 sh -c "[ \$(sinfo -h -N -o %T | grep -cE '^(idle|mixed|allocated)\$') -ge $want ]"
+if [ "$CLEAN" = 1 ] && [ -n "$(squeue -h -t all -o %i)" ]; then   # the clean start is checked, not assumed
+  echo "cluster-up: jobs carried over a clean start: $(squeue -h -t all -o '%i %T' | tr '\n' ' ')" >&2; exit 1
+fi
 say "nodes: $(sinfo -h -N -o '%N %T' | tr '\n' ' '); per-node hooks and configs in /etc/slurm/hooks/nodes, /etc/slurm-hooks/nodes"

@@ -23,7 +23,7 @@ REASONS = (
     "diagnosed_not_annotated",
     "not_processed",
 )
-_UNREADABLE = {"unknown_label", "truncated", "newer_schema", "case_changed", "untrusted_comment"}
+_UNREADABLE = {"unknown_label", "truncated", "newer_schema", "untrusted_comment"}
 MAX_DIAGNOSIS = 4 << 20
 
 

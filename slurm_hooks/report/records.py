@@ -2,8 +2,9 @@
 
 Only a whole `slurm-hooks/v1` record with a known label is trusted; everything else is counted
 in its own bucket: another tool's text (jobstats' `JS1:`), free text, a newer schema, a record
-cut short, one whose case was changed, one from a newer version (unknown label), or our mark in
-the user's Comment when the site annotates AdminComment (users can write their Comment).
+cut short, one from a newer version (unknown label), or our mark in the user's Comment when the
+site annotates AdminComment (users can write their Comment). Case does not matter: sacctmgr 22.05
+lowercases a whole field, 24.11 keeps it, and a record reads the same either way.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ BUCKETS = (
     "unknown_label",
     "truncated",
     "newer_schema",
-    "case_changed",
     "jobstats",
     "free_text",
     "untrusted_comment",
@@ -32,7 +32,7 @@ _SCHEMA = re.compile(r"slurm-hooks/v(\d+)", re.IGNORECASE)
 _ENCODED = re.compile(re.escape(MARK) + "".join(f"(?: {key}=(?P<{key}>[a-z0-9._:+-]+))?" for key in KEYS))
 _CACHE_MAX = 16384
 NO_CONFIG = "   "  # a record that names no driver, CDMM, ncore or GPU (or no record)
-_UNTRUSTED_MARK = {"unknown_label", "truncated", "newer_schema", "case_changed"}
+_UNTRUSTED_MARK = {"unknown_label", "truncated", "newer_schema"}
 
 
 class Record(NamedTuple):
@@ -72,23 +72,20 @@ class RecordReader:
     def _classify(self, text: str) -> Record:
         if not text:
             return NONE
-        at = text.rfind(MARK)
+        at = text.lower().rfind(MARK)
         if at < 0:
-            other = _SCHEMA.search(text)
-            if other and other.group(0).lower() != MARK:
+            if _SCHEMA.search(text):
                 return Record("newer_schema")
-            if other:
-                return Record("case_changed")
-            stripped = text.rstrip()
+            stripped = text.rstrip().lower()
             if any(stripped.endswith(MARK[:i]) for i in range(6, len(MARK))):
                 return Record("truncated")  # the field was cut inside our mark
             return Record("jobstats" if text[:4].upper() == "JS1:" else "free_text")
+        if not text[at:].islower():  # a store that changed our record's case: read it as written
+            text = text[:at] + text[at:].lower()
         encoded = _ENCODED.fullmatch(text)  # the common case, one record as the Epilog writes it
         if encoded and encoded["label"] in self.labels:
             return self._ours(encoded["label"], encoded.groupdict(""))
         record = text[at + len(MARK) :]
-        if record != record.lower():
-            return Record("case_changed")
         fields = decode(text) or {}
         label = fields.get("label", "")
         cut = record.endswith(TRUNCATED) or any("=" not in tok for tok in record.split())

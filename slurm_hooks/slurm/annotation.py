@@ -9,7 +9,8 @@ quotes that matter), hold no `|` or newline (they break `sacct -P`), and fit the
 
 Reading is token by token (whitespace-split, then `key=value` checked against the same alphabet
 encode writes), so it is linear in the text, and a record is only ever our mark followed by our
-own keys: a user's `my notes slurm-hooks/v1 are here` is user text, not a record.
+own keys: a user's `my notes slurm-hooks/v1 are here` is user text, not a record. Case does not
+matter on reading (sacctmgr 22.05 lowercases the field, 24.11 keeps case): values come back lowercase.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _exception(diagnosis: dict[str, Any]) -> dict[str, str]:
 
 
 def _field(token: str) -> tuple[str, str] | None:
-    key, eq, value = token.partition("=")
+    key, eq, value = token.lower().partition("=")
     return (key, value) if eq and key in KEYS and _SAFE_VALUE.fullmatch(value) else None
 
 
@@ -85,7 +86,7 @@ def find_records(text: str) -> list[Found]:
             continue
         if fields:
             found.append(Found(start, end, fields))
-        start, fields = (token.start(), {}) if token.group() == MARK else (-1, {})
+        start, fields = (token.start(), {}) if token.group().lower() == MARK else (-1, {})
     if fields:
         found.append(Found(start, end, fields))
     return found

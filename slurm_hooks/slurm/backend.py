@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from slurm_hooks.proc import TOOL_ENV, run_bounded
-from slurm_hooks.slurm.pyslurm_matrix import major_minor, matching_tag, slurm_line
+from slurm_hooks.slurm.pyslurm_matrix import TAGS, major_minor, matching_tag, slurm_line
 
 if TYPE_CHECKING:
     from slurm_hooks.config import Config
@@ -37,6 +37,10 @@ class Choice:
         return self.backend == "cli" and self.wanted != "cli" and (self.wanted == "pyslurm" or not self.missing)
 
 
+# What an operator can do about it: Slurm 26.05 (sid's) has no pyslurm release yet (pyslurm_matrix.TAGS)
+_NOT_INSTALLED = f"pip install slurm-hooks[pyslurm] for this Slurm; there is none after Slurm {max(TAGS)} yet"
+
+
 def running_slurm_version(timeout_s: float) -> str:
     """'22.05.8', from `scontrol --version` (the installed Slurm, which libslurm belongs to)."""
     out = run_bounded(["scontrol", "--version"], timeout_s, env=TOOL_ENV)
@@ -52,7 +56,7 @@ def choose_backend(wanted: str, import_pyslurm: Callable[[], ModuleType], slurm_
     except ModuleNotFoundError as exc:
         if exc.name != "pyslurm":  # pyslurm is there but something it needs is not: broken
             return Choice("cli", f"pyslurm does not import (ModuleNotFoundError: {exc})", wanted)
-        return Choice("cli", "pyslurm is not installed (pip install slurm-hooks[pyslurm])", wanted, missing=True)
+        return Choice("cli", f"pyslurm is not installed ({_NOT_INSTALLED})", wanted, missing=True)
     except Exception as exc:
         return Choice("cli", f"pyslurm does not import ({type(exc).__name__}: {str(exc)[:160]})", wanted)
     try:

@@ -12,6 +12,7 @@ from typing import IO, Protocol
 
 from slurm_hooks.proc import TOOL_ENV, run_bounded
 from slurm_hooks.slurm.client import (
+    NOT_IN_ACCOUNTING,
     AccountingRow,
     JobRecord,
     NotInAccountingYet,
@@ -154,7 +155,7 @@ class SlurmCli:
             node_list=show["NodeList"],
             batch_host=show["BatchHost"],
             std_out=_output_path(show, "STDOUT"),
-            std_err=_output_path(show, "STDERR"),
+            std_err=_output_path(show, "STDERR") or _output_path(show, "STDOUT"),  # no --error: stdout's file
             work_dir=show["WorkDir"],
             comment=show["Comment"],
             admin_comment=show["admin_comment"],
@@ -181,8 +182,8 @@ class SlurmCli:
         key = {"admin_comment": "AdminComment", "comment": "Comment"}[field]
         try:
             out = self._run("sacctmgr", "-i", "modify", "job", "where", f"jobid={job_id}", "set", f"{key}={value}")
-        except SlurmError as exc:  # 22.05 exits 1 when no record matched (the contract test shows it)
-            if "didn't affect anything" not in str(exc):
+        except SlurmError as exc:  # no record matched: exit 1 (the contract test shows it)
+            if not any(words in str(exc) for words in NOT_IN_ACCOUNTING):
                 raise
             out = "Nothing modified"
         if "Nothing modified" in out:

@@ -25,6 +25,11 @@ class SlurmError(Exception):
     """A Slurm command failed, timed out or answered something unusable."""
 
 
+# sacctmgr's last line when `modify job` matched no record: 22.05 says the first, 24.11 the second
+# (after `Request didn't affect anything` on the line before); pyslurm 24.11 raises the second too.
+NOT_IN_ACCOUNTING = ("didn't affect anything", "Data has not changed since time specified")
+
+
 class NotInAccountingYet(SlurmError):
     """slurmdbd answers but has no record of the job yet (it arrives asynchronously)."""
 
@@ -40,7 +45,7 @@ class JobRecord:
     node_list: str = ""
     batch_host: str = ""
     std_out: str = ""
-    std_err: str = ""
+    std_err: str = ""  # where stderr goes: stdout's file when the job has no --error (both backends)
     work_dir: str = ""
     comment: str = ""
     admin_comment: str = ""

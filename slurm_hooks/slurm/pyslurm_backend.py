@@ -25,6 +25,7 @@ from types import ModuleType
 
 from slurm_hooks.slurm.bounded import call_forked
 from slurm_hooks.slurm.client import (
+    NOT_IN_ACCOUNTING,
     AccountingRow,
     JobRecord,
     NotInAccountingYet,
@@ -103,7 +104,7 @@ class SlurmPyslurm:
             node_list=live.allocated_nodes or "",
             batch_host=live.batch_host or "",
             std_out=live.standard_output or "",
-            std_err=live.standard_error or "",
+            std_err=live.standard_error or live.standard_output or "",  # no --error: stdout's file (as 24.11 says)
             work_dir=live.working_directory or "",
             comment=live.comment or "",
             admin_comment=live.admin_comment or "",
@@ -126,8 +127,8 @@ class SlurmPyslurm:
     def _modify(self, job_id: str, field: str, value: str) -> None:
         try:
             changed = self.ps.db.Jobs.modify(self.ps.db.JobFilter(ids=[int(job_id)]), self.ps.db.Job(**{field: value}))
-        except self.ps.PyslurmError as exc:
-            if "Nothing was modified" not in str(exc):
+        except self.ps.PyslurmError as exc:  # 22.5: "Nothing was modified"; 24.11: NOT_IN_ACCOUNTING's
+            if not any(words in str(exc) for words in ("Nothing was modified", *NOT_IN_ACCOUNTING)):
                 raise
             changed = []
         if int(job_id) not in changed:

@@ -1,0 +1,163 @@
+#!/bin/bash
+# A dev-cluster lane: the same four-node cluster (cluster-up.sh) on another Slurm, run from a
+# Debian chroot (lane-chroot.sh) in namespaces of its own, beside the host's cluster:
+#   net   loopback only: the lane's ports (6817-6835, 3306) are its own, the host's are untouched
+#   pid   its daemons are one process tree; stopping the lane kills that tree and nothing else
+#   mount its own /run (munge socket, pid files), /proc, and the repository at the same path
+# The chroot's own /etc/slurm, /etc/munge (its own key), /var/lib/mysql, /opt/slurm-hooks and
+# /home are the lane's. Sourced by cluster-up.sh, cluster-down.sh and slurm-run; usage:
+#   lane.sh up VERSION | down VERSION | run VERSION CMD... | prepare VERSION
+set -euo pipefail
+LANE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LANE_REPO=$(cd "$LANE_HERE/../.." && pwd)
+LANE_CACHE=${SLURM_HOOKS_CACHE:-$HOME/.cache/slurm-hooks}
+LANE_STATE=/run/slurm-hooks-lanes
+lane_say() { printf '[lane %s] %s\n' "$(date +%T)" "$*" >&2; }
+
+lane_suite() {  # the Debian suite that carries that Slurm
+  case "$1" in
+    24.11) echo trixie ;;
+    26.05) echo sid ;;
+    *) lane_say "no lane for Slurm $1 (there are 24.11: trixie, 26.05: sid)"; return 2 ;;
+  esac
+}
+
+host_slurm() {  # the host's own Slurm major.minor: installed, else the one its apt would install
+  local v; v=$(dpkg-query -W -f '${Version}' slurmctld 2>/dev/null || true)
+  [ -n "$v" ] || v=$(apt-cache policy slurmctld 2>/dev/null | awk '/Candidate:/ {print $2}')
+  echo "$v" | cut -d. -f1,2
+}
+
+lane_shared() {  # ../shared beside the repository (the vendored pyslurm sources), when there is one
+  local d
+  for d in "$LANE_REPO/../shared" "$LANE_REPO/../../shared"; do [ -d "$d/vendor" ] && { cd "$d" && pwd; return; }; done
+  return 0
+}
+
+# Mounts for a chroot in the current (private) mount namespace. With "run", also a tmpfs /run (the
+# lane's own sockets and pid files); the prepare step keeps the chroot's /run as it is.
+lane_mounts() {
+  local root=$1 suite=$2 what=${3:-} shared; shared=$(lane_shared)
+  mount -t proc proc "$root/proc"
+  mount --rbind /dev "$root/dev"
+  mount --rbind /sys "$root/sys"
+  [ "$what" = run ] && mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+  mkdir -p "$root$LANE_REPO" "$root/root/.cache/slurm-hooks/pyslurm" "$LANE_CACHE/pyslurm" "$LANE_CACHE/wheels-$suite"
+  mount --bind "$LANE_REPO" "$root$LANE_REPO"
+  if [ -n "$shared" ]; then mkdir -p "$root$shared"; mount --bind -o ro "$shared" "$root$shared"; fi
+  mount --bind "$LANE_CACHE/pyslurm" "$root/root/.cache/slurm-hooks/pyslurm"
+  mkdir -p "$root/var/cache/slurm-hooks-wheels"; mount --bind "$LANE_CACHE/wheels-$suite" "$root/var/cache/slurm-hooks-wheels"
+  local venv=$LANE_REPO/.lanes/$suite/venv   # this checkout's test venv for the lane's Python, as .venv
+  if [ -d "$venv" ]; then mkdir -p "$LANE_REPO/.venv"; mount --bind "$venv" "$root$LANE_REPO/.venv"; fi
+}
+
+# Inside the lane nothing reaches PyPI: pip installs from the wheels prepare fetched.
+LANE_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+          PIP_NO_INDEX=1 PIP_FIND_LINKS=/var/cache/slurm-hooks-wheels PIP_DISABLE_PIP_VERSION_CHECK=1
+          PYTHONDONTWRITEBYTECODE=1)
+
+# Once per checkout and chroot, with the host's network: the lane's test venv (.lanes/<suite>/venv:
+# the chroot's python3, the project's dev extras), a wheelhouse for the installs cluster-up.sh makes
+# inside the lane, and pyslurm for that Slurm (a cached wheel; none for 26.05). SLURM_HOOKS_OFFLINE=1
+# (ci-in-chroot.sh, no network): from those wheels alone.
+lane_prepare() {
+  local version=$1 suite root; suite=$(lane_suite "$version"); root=$("$LANE_HERE/lane-chroot.sh" "$suite")
+  local venv=$LANE_REPO/.lanes/$suite/venv
+  if [ -f "$venv/.installed" ] && [ "$venv/.installed" -nt "$LANE_REPO/pyproject.toml" ] &&
+     [ -f "$LANE_CACHE/wheels-$suite/.done" ]; then echo "$root"; return; fi
+  lane_say "preparing the $version lane for $LANE_REPO (venv, wheels, pyslurm)"
+  # pip in the chroot trusts what the host trusts (a site's TLS proxy included), through truststore:
+  # Python 3.13's strict X.509 checks refuse some proxies' CAs given as --cert
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+  unshare --mount --propagation private bash -c "
+    set -euo pipefail
+    source '$LANE_HERE/lane.sh'
+    lane_mounts '$root' '$suite'
+    chroot '$root' env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 PIP_CONFIG_FILE=/dev/null \
+      PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_FIND_LINKS=/var/cache/slurm-hooks-wheels ${SLURM_HOOKS_OFFLINE:+PIP_NO_INDEX=1} \
+      bash -c '
+      set -euo pipefail
+      cd $LANE_REPO
+      [ -x $venv/bin/python ] || python3 -m venv $venv
+      $venv/bin/pip install -q --upgrade pip
+      $venv/bin/pip install -q -e \".[dev]\"
+      touch $venv/.installed
+      # cluster-up.sh inside the lane runs make install (a venv from python3, then this package)
+      $venv/bin/pip download -q -d /var/cache/slurm-hooks-wheels pip \"setuptools>=61\" wheel
+      $venv/bin/pip wheel -q -w /var/cache/slurm-hooks-wheels \".[dev]\"   # also what ci-in-chroot.sh installs
+      touch /var/cache/slurm-hooks-wheels/.done
+      deploy/pyslurm/build-wheel.sh $venv/bin/python --install || [ \$? = 3 ]
+    '
+  " >&2
+  echo "$root"
+}
+
+lane_pid() {  # the host pid of the lane's init (its pid namespace's 1), if the lane runs
+  local f=$LANE_STATE/$1/init.pid p
+  [ -f "$f" ] || return 1
+  p=$(cat "$f")
+  [ -e "/proc/$p" ] && same_dir "/proc/$p/root" "$(cat "$LANE_STATE/$1/root")" && echo "$p"
+}
+
+# Whether two paths are one directory: by device and inode, since /proc/PID/root reads as another
+# path where the lane's mount namespace sees the chroot differently (a lane inside ci-in-chroot.sh)
+same_dir() { [ "$(stat -L -c %d:%i "$1" 2>/dev/null)" = "$(stat -L -c %d:%i "$2" 2>/dev/null)" ]; }
+
+lane_up() {
+  local version=$1 suite root; suite=$(lane_suite "$version")
+  if lane_pid "$version" >/dev/null; then lane_say "the $version lane is already up"; return 0; fi
+  root=$(lane_prepare "$version")
+  install -d -m 0755 "$LANE_STATE/$version"; echo "$root" > "$LANE_STATE/$version/root"
+  rm -f "$LANE_STATE/$version/init.pid"
+  # The lane's init: its namespaces' first process, a reaper (daemons that double-fork end up here)
+  setsid unshare --net --mount --pid --fork --propagation private bash -c "
+    set -euo pipefail
+    source '$LANE_HERE/lane.sh'
+    ip link set lo up
+    ip addr add 127.0.0.2/8 dev lo   # getaddrinfo(AI_ADDRCONFIG) ignores a lone 127.0.0.1
+    lane_mounts '$root' '$suite' run
+    exec chroot '$root' python3 -c '
+import os, time
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(1)'
+  " > "$LANE_STATE/$version/init.log" 2>&1 < /dev/null &
+  local unshare=$! p=""
+  for _ in $(seq 100); do
+    p=$(pgrep -P "$unshare" | head -1 || true)
+    [ -n "$p" ] && same_dir "/proc/$p/root" "$root" && break
+    sleep 0.1
+  done
+  [ -n "$p" ] || { cat "$LANE_STATE/$version/init.log" >&2; lane_say "the $version lane did not start"; return 1; }
+  echo "$p" > "$LANE_STATE/$version/init.pid"
+  lane_say "Slurm $(cat "$root/.slurm-version") lane: namespaces of pid $p, root $root"
+  lane_run "$version" deploy/dev-cluster/cluster-up.sh
+}
+
+# Run CMD in the lane (its network, mounts and chroot; cwd the repository), as root.
+lane_run() {
+  local version=$1 p; shift
+  p=$(lane_pid "$version") || { lane_say "the $version lane is not up: SLURM=$version make cluster-up"; return 1; }
+  local root; root=$(cat "$LANE_STATE/$version/root")
+  local pass=(); for v in SLURM_HOOKS_REQUIRE_CLUSTER SLURM_HOOKS_DEV_NODES CI HYPOTHESIS_PROFILE RELIABILITY_OUT TERM; do
+    [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
+  nsenter --target "$p" --net --mount --pid -- chroot "$root" "${LANE_ENV[@]}" "${pass[@]}" \
+    SLURM_HOOKS_LANE="$version" bash -c 'cd "$0" && exec "$@"' "$LANE_REPO" "$@"
+}
+
+lane_down() {
+  local version=$1 p
+  p=$(lane_pid "$version") || { rm -rf "${LANE_STATE:?}/$version"; return 0; }
+  lane_run "$version" deploy/dev-cluster/cluster-down.sh || true
+  kill -KILL "$p"   # the pid namespace's init: the kernel kills whatever else the lane still runs
+  for _ in $(seq 50); do [ -e "/proc/$p" ] || break; sleep 0.1; done
+  rm -rf "${LANE_STATE:?}/$version"
+  lane_say "the $version lane is down"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  cmd=${1:?usage: lane.sh up|down|run|prepare VERSION [CMD...]}; shift
+  "lane_$cmd" "$@"
+fi
