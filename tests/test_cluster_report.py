@@ -110,7 +110,7 @@ def test_json_counts_each_job_and_names_the_uncovered(jobs: dict[str, str]) -> N
     assert uncovered == {"opted_out": [jobs["opted_out"]], "foreign_admin_comment": [jobs["foreign"]]}
     assert doc["records"]["ours"] == 5 and doc["records"]["jobstats"] == 1 and doc["records"]["none"] == 1
     details = {d["job_id"]: d for d in doc["details"]}
-    assert details[jobs["ckpt"]]["diagnosis"]["first_fault"]["kind"] == "segfault"  # --details: from the spool
+    assert details[jobs["ckpt"]]["diagnosis"]["first_fault"]["kind"] == "launched_segfault"  # --details: from the spool
     assert details[jobs["foreign"]]["diagnosis"]["label"] in ("app_segfault", "cdmm_checkpoint_segfault")
     assert details[jobs["opted_out"]]["diagnosis"] is None  # opted out: nothing was diagnosed
     assert [c["driver"] for c in doc["configs"]] == ["580.95.05"] * 5
