@@ -175,10 +175,6 @@ def test_eight_four_node_jobs_ending_together() -> None:
     for n, job in enumerate(jobs):
         fields = dc.wait_annotated(job, timeout=60)
         ran_on = re.search(rf"srun: error: (\S+): task {n}: Segmentation fault", dc.output(job))
-        if dc.slurm_line() != "22.05" and not (ran_on and "node" in fields):
-            # Seen twice on 24.11 (the lane and the Debian 13 stand-in), never on 22.05: one of the
-            # eight jobs annotated without its node. Open in issue 16; reported, not hidden.
-            pytest.xfail(f"Slurm {dc.slurm_line()}: job {job} annotated {fields} without its node (issue 16)")
         assert ran_on and (fields["node"], fields["rank"]) == (ran_on.group(1).lower(), str(n)), (job, fields)
         assert ran_on.group(1) != NODES[0] or fields.get("cdmm") != "on"  # the R570 node
         annotated_once_by("epilog", job)

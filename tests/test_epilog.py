@@ -197,6 +197,16 @@ def test_missing_node_is_waited_for_then_named(tmp_path: Path) -> None:
     assert rig.annotation() is not None
 
 
+def test_the_nodes_come_from_the_environment_when_slurmctld_has_shrunk_the_list(tmp_path: Path) -> None:
+    """Slurm 24.11 drops a COMPLETING job's nodes from its record as their Epilogs end."""
+    rig = Rig(tmp_path, "x\n", nodes=("n1", "n2"))
+    rig.slurm.jobs[JOB] = replace(rig.record, node_list="n1")  # n2's Epilog already ended
+    rig.slurm.hosts["n1"] = ["n1"]
+    rig.spool.mark_part_done(JOB, "n2", 0.0)
+    rig.run()
+    assert json.loads((rig.spool.job_dir(JOB) / "bundle/job.json").read_text())["nodes"] == ["n1", "n2"]
+
+
 def test_a_part_that_arrives_ends_the_wait(tmp_path: Path) -> None:
     rig = Rig(tmp_path, "x\n", nodes=("n1", "n2"))
     rig.spool.mark_part_done(JOB, "n2", 0.0)

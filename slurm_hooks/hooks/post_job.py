@@ -21,14 +21,19 @@ ACCOUNTING_WAIT_S = 6.0  # how long the annotator retries its own job's not-yet-
 
 
 def look_up_job(ctx: JobContext, deps: EpilogDeps, this_node: str | None) -> JobView:
-    """slurmctld's record; when slurmctld is down, what the environment says (the job still gets
-    its evidence kept). `this_node` stands in for a node list nobody can expand."""
+    """slurmctld's record and the job's nodes; when slurmctld is down, what the environment says
+    (the job still gets its evidence kept). `this_node` stands in for a node list nobody can expand.
+
+    The nodes come from the hook's environment first: Slurm 24.11 shrinks a COMPLETING job's node
+    list in slurmctld as each node's Epilog ends, so a lead that ends last saw only itself and
+    lost every other node's evidence (measured on the 24.11 lane). The environment is the
+    allocation as it was when the job ended, on every version."""
     try:
         record = deps.slurm.job(ctx.job_id)
     except SlurmError as exc:
         deps.log.warning("job_record_unavailable", error=str(exc))
         record = JobRecord(job_id=ctx.job_id, node_list=ctx.node_list or (this_node or ""))
-    nodes = hostnames_of(deps, record.node_list or ctx.node_list) or ([this_node] if this_node else [])
+    nodes = hostnames_of(deps, ctx.node_list or record.node_list) or ([this_node] if this_node else [])
     return JobView(record=record, nodes=tuple(nodes), lead=record.batch_host or (nodes[0] if nodes else ""))
 
 
