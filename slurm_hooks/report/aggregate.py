@@ -153,9 +153,13 @@ class Tally:
         crash = map(crashed.__getitem__, rows) if crashed else repeat(False, len(rows))
         self.per_day.update(zip(days, labels, crash, strict=True))
         self.kinds.update(filter(None, map(_EXC, records)))
-        self.roots.update(compress(zip(nodes, labels, strict=True), nodes))
+        roots = list(compress(zip(nodes, labels, strict=True), nodes))
+        self.roots.update(roots)
+        root_days = self.root_days
         for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
-            add_day(self.root_days[node], day)
+            days_of = root_days[node]
+            if day not in days_of:  # most are: a node fails again the same day
+                add_day(days_of, day)
         elapsed = list(map(cols.elapsed_s.__getitem__, rows))
         node_s = list(map(mul, elapsed, map(n_nodes.__getitem__, rows)))
         gpu_s = list(map(mul, elapsed, map(cols.n_gpus.__getitem__, rows)))
@@ -171,16 +175,16 @@ class Tally:
             entry[0] += n_s
             entry[1] += g_s
         root_lost = self.root_lost
-        for root, n_s, g_s in compress(zip(zip(nodes, labels, strict=True), node_s, gpu_s, strict=True), nodes):
+        for root, n_s, g_s in zip(roots, compress(node_s, nodes), compress(gpu_s, nodes), strict=True):
             entry = root_lost[root]
             entry[0] += n_s
             entry[1] += g_s
-        for i, label, record, verdict in zip(rows, labels, records, verdicts, strict=True):
-            if record.bucket != OURS:
-                reason = self.spool.reason(cols.job_id[i], record.bucket, cols.comment[i])
-                self.uncovered[reason] += 1
-                self.uncovered_ids[reason].add(cols.job_id[i])
-            if self.details.n:
+        for i in compress(rows, map(ne, map(_BUCKET, records), repeat(OURS))):  # failed without our record
+            reason = self.spool.reason(cols.job_id[i], jobs.records[i].bucket, cols.comment[i])
+            self.uncovered[reason] += 1
+            self.uncovered_ids[reason].add(cols.job_id[i])
+        if self.details.n:
+            for i, label, verdict in zip(rows, labels, verdicts, strict=True):
                 self.details.add(cols.job_id[i], label, verdict.word)
 
     def merge(self, other: Tally) -> None:
