@@ -6,7 +6,8 @@ The rows are written exactly as `sacct -X -P --delimiter=$'\\x1f' -o <report fie
 worker per CPU: the ratio depends on the core count, and the README says on how many it was taken).
 Baseline, same file, same run: `cut -f<AdminComment> | sort | uniq -c` (LC_ALL=C), the shell way to
 count labels. Reported: the ratio of wall times (target <= 3x) and the child's peak RSS
-(target <= 200 MiB, whatever the row count).
+(target <= 200 MiB, whatever the row count); also each side's CPU seconds (user + system, its
+children included), which a machine loaded by others changes less than wall times.
 """
 
 from __future__ import annotations
@@ -114,15 +115,16 @@ def synthetic_lines(n: int, seed: int = 7) -> Iterator[bytes]:
         yield (SEP.join(fields) + "\n").encode()
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of this one child (wait4: not the largest of all children)."""
+def timed(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) of this one child (wait4: not the largest of all children), and
+    CPU seconds of the child and the children it waited for."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"})
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"{cmd[:3]} failed: exit {proc.returncode}")
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -156,17 +158,22 @@ def main() -> int:
             f"{tmp}/out.json",
         ]
         size = data.stat().st_size
-        base_t, subj_t, rss = [], [], []
-        for _ in range(3):  # interleaved, best of three: machine noise hits both alike
-            base_t.append(timed(["bash", "-c", baseline])[0])
-            wall, peak = timed(subject)
+        base_t, subj_t, rss, base_cpu, subj_cpu = [], [], [], [], []
+        for _ in range(5):  # interleaved, best of five: machine noise hits both alike (2 CPUs, shared)
+            wall, _, cpu = timed(["bash", "-c", baseline])
+            base_t.append(wall)
+            base_cpu.append(cpu)
+            wall, peak, cpu = timed(subject)
             subj_t.append(wall)
+            subj_cpu.append(cpu)
             rss.append(peak)
     b, s, rss_mib = min(base_t), min(subj_t), max(rss)
     print(f"report_scale: {args.rows:,} rows ({size / 2**20:.0f} MiB of sacct output)")
     print(f"  sort | uniq -c on the label column: {b:.2f} s")
     print(f"  slurm-hooks report --format json:   {s:.2f} s  = {s / b:.2f}x the baseline (target <= 3x)")
     print(f"  peak RSS of the report: {rss_mib:.0f} MiB (target <= 200 MiB)")
+    print(f"  CPU seconds: baseline {min(base_cpu):.2f}, report {min(subj_cpu):.2f} ({os.cpu_count()} CPUs)")
+    print(f"  wall ratio of each round: {', '.join(f'{x / y:.2f}' for x, y in zip(subj_t, base_t, strict=True))}")
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from itertools import compress, repeat
-from operator import and_, ge, itemgetter, le, mul, ne
+from operator import and_, attrgetter, ge, itemgetter, le, mul, ne
 from typing import Any
 
 from slurm_hooks.report.bounded import Lowest, add_day, sums, zero_seconds
@@ -20,12 +20,13 @@ from slurm_hooks.report.read import Jobs
 from slurm_hooks.report.records import OURS
 from slurm_hooks.slurm.accounting import TRUNCATED
 
-UNRECORDED = "(no record)"  # failed, but no record the report may trust
 SAMPLE = 100
-_BUCKET, _LABEL, _CONFIG, _NODE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)  # of a records.Record
-_STATE = itemgetter(4)  # of a records.Record
-# of a read.Jobs state (word, ended), of a read.Spread (names, racks, cut, bad, size)
-_WORD, _ENDED, _RACKS, _CUT, _BAD = itemgetter(0), itemgetter(1), itemgetter(1), itemgetter(2), itemgetter(3)
+_BUCKET, _CONFIG, _NODE, _EXC = attrgetter("bucket"), attrgetter("config"), attrgetter("node"), attrgetter("exc")
+# of a read.Recorded (above), of a read.Verdict
+_ENDED, _BAD, _CRASHED = attrgetter("ended"), attrgetter("bad"), attrgetter("crashed")
+_SHOWN, _SHAPE = attrgetter("shown"), attrgetter("shape")
+_CUT, _BAD_LIST, _REACH = attrgetter("cut"), attrgetter("bad"), attrgetter("reach")  # of a read.Spread
+_DAY, _FIRST = itemgetter(slice(0, 10)), itemgetter(slice(0, 1))  # of sacct's End
 
 
 Window = tuple[str, str]  # sacct's End as it prints it (local, `2026-11-01T00:00:00`): the first and last kept
@@ -76,7 +77,7 @@ class Tally:
 
     def add(self, jobs: Jobs) -> None:
         """Count a block of jobs: whole columns at a time, and row by row only the failed ones."""
-        cols, records, n = jobs.cols, jobs.records, len(jobs.records)
+        cols, verdicts, spreads, n = jobs.cols, jobs.verdicts, jobs.spreads, len(jobs.verdicts)
         inputs = self.inputs
         inputs["rows"] += n
         for comment in filter(None, cols.comment):
@@ -85,43 +86,36 @@ class Tally:
             inputs["comment_delimiter"] += "|" in comment or "\x1f" in comment
         n_nodes = cols.n_nodes  # where Slurm gave none, the node list's length
         if 0 in n_nodes:
-            n_nodes = [given or spread.size for given, spread in zip(n_nodes, jobs.spreads, strict=True)]
+            n_nodes = [given or spread.size for given, spread in zip(n_nodes, spreads, strict=True)]
         inputs["no_nodes"] += n_nodes.count(0)
-        inputs["node_list_cut"] += sum(map(bool, map(_CUT, jobs.spreads)))  # names past the row's NNodes
-        inputs["node_list_bad"] += sum(map(_BAD, jobs.spreads))  # a list that does not parse
-        ended = list(map(_ENDED, jobs.states))
+        inputs["node_list_cut"] += sum(map(bool, map(_CUT, spreads)))  # names past the row's NNodes
+        inputs["node_list_bad"] += sum(map(_BAD_LIST, spreads))  # a list that does not parse
+        ended = list(map(_ENDED, verdicts))
         self.not_ended += ended.count(False)
         kept = self._in_window(cols.end, ended)
-        self.records.update(map(_BUCKET, compress(records, kept)))
-        states = jobs.states
-        failed = [
-            done and (r.label != "success" if r.label else word != "COMPLETED")
-            for done, r, (word, _) in zip(kept, records, states, strict=True)
-        ]
+        whole = kept.count(True) == n  # every row counted: a whole list counts fastest
+        self.records.update(map(_BUCKET, jobs.records if whole else compress(jobs.records, kept)))
+        failed = list(map(and_, kept, map(_BAD, verdicts)))
         bad_rows = list(compress(range(n), failed))
-        # A crash inside a COMPLETED job (our record's state=, else Slurm's): a crash, not a failed job.
-        crashed = [False] * n
-        if "completed" in set(map(_STATE, compress(records, failed))) or "COMPLETED" in set(
-            map(_WORD, compress(states, failed))
-        ):  # rare: in C first
-            for i in bad_rows:
-                state = records[i].state
-                crashed[i] = state == "completed" if state else states[i][0] == "COMPLETED"
-        shown = [r.label or (UNRECORDED if bad else "success") for r, bad in zip(records, failed, strict=True)]
-        recorded = map(bool, map(_LABEL, records))
-        configs = map(_CONFIG, records)
-        shape = zip(shown, configs, recorded, n_nodes, map(_RACKS, jobs.spreads), crashed, strict=True)
-        self.shape.update(compress(shape, kept))
-        whole = kept.count(True) == n
+        # A crash inside a COMPLETED job: a crash, not a failed job (rare: looked for in C first)
+        crashed = list(map(and_, kept, map(_CRASHED, verdicts))) if any(map(_CRASHED, verdicts)) else []
+        # Each row's shape by its two interned Keys, then once per distinct pair by their values.
+        shapes = zip(map(_SHAPE, verdicts), map(_REACH, spreads), strict=True)
+        shape = self.shape
+        for (head, reach), count in Counter(shapes if whole else compress(shapes, kept)).items():
+            label, config, recorded, crash = head.value
+            width, racks = reach.value
+            shape[label, config, recorded, width, racks, crash] += count
         for (jobs_of, failed_of, crashed_of), column in zip(
             self.groups, (cols.partition, cols.user, cols.account), strict=True
         ):
-            jobs_of.update(column if whole else compress(column, kept))  # a whole list counts fastest
+            jobs_of.update(column if whole else compress(column, kept))
             failed_of.update(compress(column, failed))
-            if any(crashed):
+            if crashed:
                 crashed_of.update(compress(column, crashed))
-        self.exposure.add(jobs, kept, n_nodes)
-        self._failed(jobs, bad_rows, shown, n_nodes, crashed)
+        days = list(map(_DAY, cols.end))  # computed once: every job's exposure, the failed rows' hours
+        self.exposure.add(jobs, kept, whole, n_nodes, days)
+        self._failed(jobs, bad_rows, n_nodes, crashed, days)
 
     def _in_window(self, ends: list[str], ended: list[bool]) -> list[bool]:
         """Ended jobs whose End falls in the window: `--input` is cut as a live read is (an End
@@ -139,18 +133,33 @@ class Tally:
                 self.outside["ended_before_window" if ends[i] < first else "ended_after_window"] += 1
         return kept
 
-    def _failed(self, jobs: Jobs, rows: list[int], shown: list[str], n_nodes: list[int], crashed: list[bool]) -> None:
+    def _failed(
+        self,
+        jobs: Jobs,
+        rows: list[int],
+        n_nodes: list[int],
+        crashed: list[bool],
+        all_days: list[str],
+    ) -> None:
         """Hours lost, days, root nodes and coverage: the failed rows only."""
         cols = jobs.cols
-        labels = list(map(shown.__getitem__, rows))
-        days = [end[:10] if end[:1].isdigit() else "" for end in map(cols.end.__getitem__, rows)]
+        verdicts = list(map(jobs.verdicts.__getitem__, rows))
         records = list(map(jobs.records.__getitem__, rows))
+        labels = list(map(_SHOWN, verdicts))
+        days = list(map(all_days.__getitem__, rows))
+        if not all(map(str.isdigit, map(_FIRST, days))):  # an End that is not a time has no day
+            days = [day if day[:1].isdigit() else "" for day in days]
         nodes = list(map(_NODE, records))
-        self.per_day.update(zip(days, labels, map(crashed.__getitem__, rows), strict=True))
-        self.kinds.update(r.exc for r in records if r.exc)
-        self.roots.update(compress(zip(nodes, labels, strict=True), nodes))
+        crash = map(crashed.__getitem__, rows) if crashed else repeat(False, len(rows))
+        self.per_day.update(zip(days, labels, crash, strict=True))
+        self.kinds.update(filter(None, map(_EXC, records)))
+        roots = list(compress(zip(nodes, labels, strict=True), nodes))
+        self.roots.update(roots)
+        root_days = self.root_days
         for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
-            add_day(self.root_days[node], day)
+            days_of = root_days[node]
+            if day not in days_of:  # most are: a node fails again the same day
+                add_day(days_of, day)
         elapsed = list(map(cols.elapsed_s.__getitem__, rows))
         node_s = list(map(mul, elapsed, map(n_nodes.__getitem__, rows)))
         gpu_s = list(map(mul, elapsed, map(cols.n_gpus.__getitem__, rows)))
@@ -166,17 +175,17 @@ class Tally:
             entry[0] += n_s
             entry[1] += g_s
         root_lost = self.root_lost
-        for root, n_s, g_s in compress(zip(zip(nodes, labels, strict=True), node_s, gpu_s, strict=True), nodes):
+        for root, n_s, g_s in zip(roots, compress(node_s, nodes), compress(gpu_s, nodes), strict=True):
             entry = root_lost[root]
             entry[0] += n_s
             entry[1] += g_s
-        for i, label, record in zip(rows, labels, records, strict=True):
-            if record.bucket != OURS:
-                reason = self.spool.reason(cols.job_id[i], record.bucket, cols.comment[i])
-                self.uncovered[reason] += 1
-                self.uncovered_ids[reason].add(cols.job_id[i])
-            if self.details.n:
-                self.details.add(cols.job_id[i], label, jobs.states[i][0])
+        for i in compress(rows, map(ne, map(_BUCKET, records), repeat(OURS))):  # failed without our record
+            reason = self.spool.reason(cols.job_id[i], jobs.records[i].bucket, cols.comment[i])
+            self.uncovered[reason] += 1
+            self.uncovered_ids[reason].add(cols.job_id[i])
+        if self.details.n:
+            for i, label, verdict in zip(rows, labels, verdicts, strict=True):
+                self.details.add(cols.job_id[i], label, verdict.word)
 
     def merge(self, other: Tally) -> None:
         """Add another part's counts to this one's."""

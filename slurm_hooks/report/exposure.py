@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from itertools import compress, repeat
-from operator import eq, itemgetter, mul
+from operator import attrgetter, eq, mul
 
 from slurm_hooks.report.read import Jobs, node_names
 from slurm_hooks.report.records import NO_CONFIG
@@ -18,8 +18,7 @@ from slurm_hooks.report.records import NO_CONFIG
 MAX_NODES = 100_000  # distinct node names kept; a hostile node list must not grow memory without end
 FOLD_AT = 20_000  # distinct node lists counted before they are expanded into nodes
 MASKS_UP_TO = 32  # distinct configurations in a block summed one C pass each; more: row by row
-_DAY = itemgetter(slice(0, 10))
-_CONFIG = itemgetter(2)  # of a records.Record
+_CONFIG = attrgetter("config")  # of a read.Recorded
 
 
 class Exposure:
@@ -34,16 +33,15 @@ class Exposure:
         # node list -> jobs: counted in C per row, expanded by fold() once per distinct list
         self.node_lists: Counter[str] = Counter()
 
-    def add(self, jobs: Jobs, kept: list[bool], n_nodes: list[int]) -> None:
+    def add(self, jobs: Jobs, kept: list[bool], whole: bool, n_nodes: list[int], days: list[str]) -> None:
+        """The jobs kept (`whole`: all of them) of a block, with their nodes and End's first 10 characters."""
         cols = jobs.cols
-        whole = len(kept) == kept.count(True)
         records = jobs.records if whole else list(compress(jobs.records, kept))
-        ends = cols.end if whole else list(compress(cols.end, kept))
         elapsed = cols.elapsed_s if whole else list(compress(cols.elapsed_s, kept))
         gpus = cols.n_gpus if whole else list(compress(cols.n_gpus, kept))
         widths = n_nodes if whole else list(compress(n_nodes, kept))
+        days = days if whole else list(compress(days, kept))
         configs = list(map(_CONFIG, records))  # a job without our record: NO_CONFIG
-        days = list(map(_DAY, ends))
         self.day_jobs.update(days)
         gpu_s = list(map(mul, elapsed, gpus))
         self.gpu_s += sum(gpu_s)

@@ -77,11 +77,12 @@ def node_tests(t: Tally) -> Iterator[Test]:
         rooted[label] += n
     exposure = t.exposure
     by_node = exposure.jobs_by_node()
-    total = sum(exposure.share(node) for node in by_node)
+    shares = {node: exposure.share(node) for node in by_node}  # once per node, not per (node, label)
+    total = sum(shares.values())
     if total <= 0:
         return
     for (node, label), observed in sorted(t.roots.items()):
-        share = exposure.share(node)
+        share = shares.get(node, 0)
         if observed < MIN_FAILURES or not t.shown(label) or share <= 0:
             continue
         expected = rooted[label] * share / total

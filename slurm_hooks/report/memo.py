@@ -1,5 +1,6 @@
 """A function's answers by argument, bounded: `map(memo.__getitem__, column)` looks a whole column
-up at C speed, and only a text not seen yet costs a Python call."""
+up at C speed, and only a text not seen yet costs a Python call. `Memo(Key, cap)` interns values
+as Keys."""
 
 from __future__ import annotations
 
@@ -31,3 +32,15 @@ class Memo(dict[K, V], Generic[K, V]):
             self[key] = value
             self.weight += cost
         return value
+
+
+class Key(Generic[K]):
+    """A value that hashes and compares as its object's identity: interned (a Memo of Keys gives one
+    object per value), a row's key made of Keys costs a pointer's hash each, not a hash of every
+    field of each value. Two Keys of one value (a memo that started over) count apart: whoever
+    counts by Keys sums their values' counts."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: K) -> None:
+        self.value = value

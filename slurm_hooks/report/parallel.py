@@ -98,7 +98,8 @@ def count_stream(stream: IO[bytes], sep: str, counting: Counting, workers: int) 
             _handed(todo, part, procs)
         for _ in procs:
             _handed(todo, None, procs)
-        for _ in procs:
+        total = _answer(done, procs)  # the first part is the total's start: one merge fewer, in this process
+        for _ in procs[1:]:
             total.merge(_answer(done, procs))
     finally:
         for proc in procs:
@@ -160,4 +161,5 @@ def _work(counting: Counting, sep: str, fd: int, todo: Queue[Unit | None], done:
     except Exception as exc:  # the parent raises it; a traceback here would be lost
         done.put(f"{type(exc).__name__}: {exc}")
         return
+    tally.exposure.fold()  # here, on every CPU: the parent merges nodes, not node lists
     done.put(tally)

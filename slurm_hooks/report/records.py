@@ -10,6 +10,7 @@ lowercases a whole field, 24.11 keeps it, and a record reads the same either way
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from slurm_hooks.report.memo import Memo
@@ -30,6 +31,7 @@ BUCKETS = (
 _SCHEMA = re.compile(r"slurm-hooks/v(\d+)", re.IGNORECASE)
 # annotation.encode's output: its keys in its order, each with a value; anything else is decoded
 _ENCODED = re.compile(re.escape(MARK) + "".join(f"(?: {key}=(?P<{key}>[a-z0-9._:+-]+))?" for key in KEYS))
+_READ = itemgetter(*map(KEYS.index, ("label", "node", "driver", "cdmm", "ncore", "gpu", "state", "exc", "excnode")))
 _CACHE_MAX = 16384
 NO_CONFIG = "   "  # a record that names no driver, CDMM, ncore or GPU (or no record)
 _UNTRUSTED_MARK = {"unknown_label", "truncated", "newer_schema"}
@@ -58,7 +60,7 @@ class RecordReader:
         self.labels = frozenset(labels)
         self.prefixes = frozenset(lab[:i] for lab in labels for i in range(1, len(lab)))
         self.trust_comment = trust_comment
-        self.classify = Memo(self._classify, _CACHE_MAX)  # by the field's whole text
+        self.classify = Memo(self.of_text, _CACHE_MAX)  # by the field's whole text
 
     def read(self, admin_comment: str, comment: str) -> Record:
         record = self.classify[admin_comment]
@@ -69,7 +71,13 @@ class RecordReader:
         in_comment = self.classify[comment]
         return in_comment if in_comment.bucket != "free_text" else record
 
-    def _classify(self, text: str) -> Record:
+    def of_text(self, text: str) -> Record:
+        """The record a field's whole text holds (`classify` caches the answers)."""
+        encoded = _ENCODED.fullmatch(text) if text.startswith(MARK) else None
+        if encoded:  # one record as the Epilog writes it, nothing else: most failed jobs' texts are unique
+            label, node, driver, cdmm, ncore, gpu, state, exc, excnode = _READ(encoded.groups(""))
+            if label in self.labels:
+                return _ours(label, f"{driver} {cdmm} {ncore} {gpu}", node, state, exc, excnode)
         if not text:
             return NONE
         at = text.lower().rfind(MARK)
@@ -82,24 +90,27 @@ class RecordReader:
             return Record("jobstats" if text[:4].upper() == "JS1:" else "free_text")
         if not text[at:].islower():  # a store that changed our record's case: read it as written
             text = text[:at] + text[at:].lower()
-        encoded = _ENCODED.fullmatch(text)  # the common case, one record as the Epilog writes it
+        encoded = _ENCODED.fullmatch(text)  # one record as the Epilog writes it, its case changed
         if encoded and encoded["label"] in self.labels:
-            return self._ours(encoded["label"], encoded.groupdict(""))
+            return self._decoded(encoded["label"], encoded.groupdict(""))
         record = text[at + len(MARK) :]
         fields = decode(text) or {}
         label = fields.get("label", "")
         cut = record.endswith(TRUNCATED) or any("=" not in tok for tok in record.split())
         if label in self.labels and not cut:
-            return self._ours(label, fields)
+            return self._decoded(label, fields)
         if not label or cut or label in self.prefixes:
             return Record("truncated")
         return Record("unknown_label")
 
     @staticmethod
-    def _ours(label: str, fields: dict[str, Any]) -> Record:
+    def _decoded(label: str, fields: dict[str, Any]) -> Record:
         get = fields.get
         config = f"{get('driver', '')} {get('cdmm', '')} {get('ncore', '')} {get('gpu', '')}"
-        node, state = get("node", ""), get("state", "")
-        if label == "app_exception":  # where it happened is not a verdict on the node (§8.26)
-            return Record(OURS, label, config, node if get("excnode") else "", state, get("exc", "") or "other")
-        return Record(OURS, label, config, node, state)
+        return _ours(label, config, get("node", ""), get("state", ""), get("exc", ""), get("excnode", ""))
+
+
+def _ours(label: str, config: str, node: str, state: str, exc: str, excnode: str) -> Record:
+    if label == "app_exception":  # where it happened is not a verdict on the node (§8.26)
+        return Record(OURS, label, config, node if excnode else "", state, exc or "other")
+    return Record(OURS, label, config, node, state)
