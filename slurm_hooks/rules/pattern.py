@@ -8,7 +8,7 @@ something says so with `unless:` (a second pattern) instead of `(?!...)`.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type hints
 
@@ -35,9 +35,47 @@ class PatternError(ValueError):
     """The pattern is not valid RE2 syntax (or uses lookaround/backreferences, which RE2 lacks)."""
 
 
+class _Utf8Match:
+    """A match found in a line's UTF-8 bytes, answering in the line's own characters."""
+
+    __slots__ = ("_data", "_match", "_names")
+
+    def __init__(self, match: Any, data: bytes, names: tuple[tuple[str, int], ...]) -> None:
+        self._match, self._data, self._names = match, data, names
+
+    def groupdict(self) -> dict[str, str | None]:
+        values = self._match.groups()
+        return {k: None if (v := values[i]) is None else v.decode("utf-8", "replace") for k, i in self._names}
+
+    def end(self) -> int:
+        end: int = self._match.end()
+        return end if self._data.isascii() else len(self._data[:end].decode("utf-8", "replace"))
+
+
+class _Utf8Pattern:
+    """An RE2 pattern run on the text's UTF-8 bytes. pyre2's own str path maps every offset of every
+    match back to characters in Python: 7 us a search on a 100-character line, 2 us on its bytes,
+    and a 1,152-node job log puts tens of thousands of lines through the rules. The same RE2 program
+    either way (pyre2 compiles a str pattern as its UTF-8), so it matches the same lines, and a match
+    ends on a character boundary; the strict encode fails on a lone surrogate as pyre2's own does."""
+
+    __slots__ = ("_compiled", "_names", "pattern")
+
+    def __init__(self, pattern: str, options: Any) -> None:
+        self.pattern = pattern
+        self._compiled = re2.compile(pattern.encode("utf-8"), options)
+        index: dict[bytes, int] = self._compiled.groupindex
+        self._names = tuple(sorted(((k.decode("utf-8"), i - 1) for k, i in index.items()), key=lambda n: n[1]))
+
+    def search(self, text: str) -> _Utf8Match | None:
+        data = text.encode("utf-8")
+        found = self._compiled.search(data)
+        return None if found is None else _Utf8Match(found, data, self._names)
+
+
 def compile_linear(pattern: str) -> LinearPattern:
     try:
-        compiled: LinearPattern = re2.compile(pattern, _OPTIONS)
+        compiled: LinearPattern = _Utf8Pattern(pattern, _OPTIONS)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else "invalid"
         reason = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
