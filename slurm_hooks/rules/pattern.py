@@ -8,6 +8,7 @@ something says so with `unless:` (a second pattern) instead of `(?!...)`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type hints
@@ -35,21 +36,54 @@ class PatternError(ValueError):
     """The pattern is not valid RE2 syntax (or uses lookaround/backreferences, which RE2 lacks)."""
 
 
+Spans = list[tuple[int, int]]  # (start, end) bytes of the whole match, then of each group; (-1, -1): none
+
+
 class _Utf8Match:
     """A match found in a line's UTF-8 bytes, answering in the line's own characters."""
 
-    __slots__ = ("_data", "_match", "_names")
+    __slots__ = ("_data", "_names", "_spans")
 
-    def __init__(self, match: Any, data: bytes, names: tuple[tuple[str, int], ...]) -> None:
-        self._match, self._data, self._names = match, data, names
+    def __init__(self, data: bytes, spans: Spans, names: tuple[tuple[str, int], ...]) -> None:
+        self._data, self._spans, self._names = data, spans, names
 
     def groupdict(self) -> dict[str, str | None]:
-        values = self._match.groups()
-        return {k: None if (v := values[i]) is None else v.decode("utf-8", "replace") for k, i in self._names}
+        data, spans = self._data, self._spans
+        return {
+            k: None if (s := spans[i])[0] < 0 else data[s[0] : s[1]].decode("utf-8", "replace") for k, i in self._names
+        }
 
     def end(self) -> int:
-        end: int = self._match.end()
+        end = self._spans[0][1]
         return end if self._data.isascii() else len(self._data[:end].decode("utf-8", "replace"))
+
+
+def _span_finder(compiled: Any) -> Callable[[bytes], Spans | None]:
+    """The spans of the first match in some bytes, or None.
+
+    pyre2's own search wraps each call of its C++ RE2 in a generator and a match object (half the
+    time of a rule's search on a short line): its `_regexp.Match` is what that search calls, so it
+    is used directly where it answers as expected, and the public search where it does not.
+    """
+    match: Any = getattr(getattr(compiled, "_regexp", None), "Match", None)
+    anchor = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+    try:
+        probe = match(anchor, b"", 0, 0) if match is not None and anchor is not None else None
+    except Exception:  # another pyre2 than the one this was written against: the public path
+        probe = None
+    if isinstance(probe, list) and len(probe) == compiled.groups + 1:
+
+        def direct(data: bytes) -> Spans | None:
+            spans: Spans = match(anchor, data, 0, len(data))
+            return None if spans[0][0] < 0 else spans
+
+        return direct
+
+    def public(data: bytes) -> Spans | None:
+        m = compiled.search(data)
+        return None if m is None else [m.span(i) for i in range(compiled.groups + 1)]
+
+    return public
 
 
 class _Utf8Pattern:
@@ -59,18 +93,19 @@ class _Utf8Pattern:
     either way (pyre2 compiles a str pattern as its UTF-8), so it matches the same lines, and a match
     ends on a character boundary; the strict encode fails on a lone surrogate as pyre2's own does."""
 
-    __slots__ = ("_compiled", "_names", "pattern")
+    __slots__ = ("_find", "_names", "pattern")
 
     def __init__(self, pattern: str, options: Any) -> None:
         self.pattern = pattern
-        self._compiled = re2.compile(pattern.encode("utf-8"), options)
-        index: dict[bytes, int] = self._compiled.groupindex
-        self._names = tuple(sorted(((k.decode("utf-8"), i - 1) for k, i in index.items()), key=lambda n: n[1]))
+        compiled = re2.compile(pattern.encode("utf-8"), options)
+        index: dict[bytes, int] = compiled.groupindex
+        self._names = tuple(sorted(((k.decode("utf-8"), i) for k, i in index.items()), key=lambda n: n[1]))
+        self._find = _span_finder(compiled)
 
     def search(self, text: str) -> _Utf8Match | None:
         data = text.encode("utf-8")
-        found = self._compiled.search(data)
-        return None if found is None else _Utf8Match(found, data, self._names)
+        spans = self._find(data)
+        return None if spans is None else _Utf8Match(data, spans, self._names)
 
 
 def compile_linear(pattern: str) -> LinearPattern:
