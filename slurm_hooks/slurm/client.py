@@ -61,7 +61,8 @@ class JobRecord:
 def nodes_shared(oversubscribe: str) -> bool | None:
     """Slurm's OverSubscribe word as "other jobs may run on these nodes meanwhile" (docs/DESIGN.md, job.json).
 
-    Only NO is a node to the job alone (--exclusive, or a partition with OverSubscribe=EXCLUSIVE).
+    Only NO is a node to the job alone (--exclusive, or a partition with OverSubscribe=EXCLUSIVE;
+    a partition with OverSubscribe=FORCE says YES even for --exclusive, as measured on 22.05 and 24.11).
     YES is oversubscribed; OK (the usual answer) is dedicated CPUs, so with select/cons_tres other
     jobs may hold the node's other CPUs and GPUs; USER and MCS leave it to the same user's or
     security class's other jobs; TOPO shares by topology. Each is another job's process beside
