@@ -356,3 +356,39 @@ def test_job_json_has_slurms_task_count_and_sharing_and_the_diagnosis_uses_them(
     assert doc.get("ntasks") == (8 if oversubscribe else None) and doc.get("shared") is shared
     label = rig.diagnosis()["label"]
     assert (label != "app_segfault") if shared else (label == "app_segfault"), label
+
+
+class SettlingSlurm(FakeSlurm):
+    """slurmctld that hears of the crashed step's end only after the Epilog first asked."""
+
+    def __init__(self, rig: Rig, derived_later: str) -> None:
+        super().__init__({JOB: rig.record}, dict(rig.slurm.hosts))
+        self.derived_later, self.reads = derived_later, 0
+
+    def job(self, job_id: str) -> JobRecord:
+        self.reads += 1
+        record = super().job(job_id)
+        return record if self.reads == 1 else replace(record, derived_exit_code=self.derived_later)
+
+
+def test_a_crash_masked_only_until_slurmctld_hears_of_its_step_is_named(fine: Rig) -> None:
+    fine.slurm = SettlingSlurm(fine, derived_later="0:11")  # the kernel saw a segfault; exit 0:0 so far
+    fine.run(replace(fine.ctx, derived_exit_code="0:0"))
+    fields = fine.annotation()
+    assert fields is not None and fields["label"] == "app_segfault" and fields["node"] == "n1"
+    assert fine.log.first("derived_exit_settled")["derived_exit_code"] == "0:11"
+    assert json.loads((fine.spool.job_dir(JOB) / "bundle/job.json").read_text())["derived_exit_code"] == "0:11"
+
+
+def test_a_masked_crash_that_stays_masked_waits_a_bounded_time(fine: Rig) -> None:
+    fine.slurm = SettlingSlurm(fine, derived_later="0:0")  # a neighbour's segfault: the job really succeeded
+    fine.run(replace(fine.ctx, derived_exit_code="0:0"))
+    assert fine.annotation()["label"] == "success"  # type: ignore[index]
+    assert 2.5 <= sum(fine.clock.sleeps) <= 3.5 and "derived_exit_settled" not in fine.log.events()
+
+
+def test_a_plain_success_does_not_wait(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "all done\n", state="COMPLETED", exit_code="0:0")
+    rig.kernel = FakeKernel("")
+    rig.run()
+    assert rig.annotation()["label"] == "success" and rig.clock.sleeps == []  # type: ignore[index]

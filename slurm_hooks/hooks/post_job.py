@@ -4,6 +4,7 @@ for every node's part, merge, diagnose, then annotate or queue; flush the backlo
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from slurm_hooks.clock import utc_now
@@ -18,6 +19,7 @@ from slurm_hooks.slurm.client import JobRecord, SlurmError
 
 MISSING_NAMED = 8  # missing nodes named in `skipped`; the log's `missing_nodes` has them all
 ACCOUNTING_WAIT_S = 6.0  # how long the annotator retries its own job's not-yet-in-accounting record
+DERIVED_SETTLE_S = 3.0  # how long a masked crash waits for slurmctld to hear of its step's end
 
 
 def look_up_job(ctx: JobContext, deps: EpilogDeps, this_node: str | None) -> JobView:
@@ -65,11 +67,10 @@ def annotate_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView
     missing = wait_for_parts(ctx.job_id, job.nodes, config.budgets.merge_wait_s, deps)
     if facts is None:
         facts = lead_facts(ctx.job_id, job.lead, deps)
-    try:
-        write_job_json(deps.spool, ctx, job, facts, config.log_timezone, utc_now(deps.clock))
-    except OSError as exc:
-        log.error("job_json_not_written", error=str(exc))
+    record_job(ctx, config, deps, job, facts)
     diagnosis = analyse(ctx.job_id, config, deps, missing)
+    if masks_a_crash(diagnosis):
+        diagnosis = settle_derived_exit(ctx, config, deps, job, facts, missing) or diagnosis
     label = diagnosis.get("label")
     log.info(
         "diagnosed",
@@ -118,6 +119,43 @@ def annotate_or_queue(entry: OutboxEntry, deps: EpilogDeps, wait_s: float) -> No
             record=entry.record,
             reason=f"outbox not writable and accounting {outcome.replace('_', ' ')}",
         )
+
+
+def record_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any]) -> None:
+    try:
+        write_job_json(deps.spool, ctx, job, facts, config.log_timezone, utc_now(deps.clock))
+    except OSError as exc:
+        deps.log.error("job_json_not_written", error=str(exc))
+
+
+def masks_a_crash(diagnosis: dict[str, Any]) -> bool:
+    """`success` although crash lines were seen: the job's exit codes alone hid them."""
+    details = diagnosis.get("details")
+    return diagnosis.get("label") == "success" and isinstance(details, dict) and bool(details.get("ignored_events"))
+
+
+def settle_derived_exit(
+    ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any], missing: list[str]
+) -> dict[str, Any] | None:
+    """A COMPLETED job whose step crashed, seen before slurmctld heard of that step's end: the
+    derived exit code (the highest of the steps') is still 0:0 in the hook's environment and the
+    record, so the crash reads as masked. slurmstepd reports a step's end apart from srun's exit,
+    and under load the batch script can end first (seen on the 24.11 lane: SLURM_JOB_DERIVED_EC 0
+    for a job whose `srun` step segfaulted; accounting showed 0:11 later). Ask again, bounded;
+    the new diagnosis when the code settled to a failure, else None."""
+    deadline = deps.clock.monotonic() + min(DERIVED_SETTLE_S, config.budgets.epilog_s / 10)
+    while deps.clock.monotonic() < deadline:
+        deps.clock.sleep(0.5)
+        try:
+            record = deps.slurm.job(ctx.job_id)
+        except SlurmError:
+            return None
+        if record.derived_exit_code not in ("", "0:0"):
+            deps.log.info("derived_exit_settled", derived_exit_code=record.derived_exit_code)
+            settled = replace(ctx, derived_exit_code=record.derived_exit_code)
+            record_job(settled, config, deps, replace(job, record=record), facts)
+            return analyse(ctx.job_id, config, deps, missing)
+    return None
 
 
 def wait_for_parts(job_id: str, nodes: tuple[str, ...], wait_s: float, deps: EpilogDeps) -> list[str]:
