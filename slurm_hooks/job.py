@@ -40,6 +40,7 @@ class JobContext:
     stderr_pattern: str = ""
     work_dir: str = ""
     batch: bool = False  # sbatch sets SLURM_JOB_STDIN; without --output it writes slurm-<id>.out
+    oversubscribe: str = ""  # SLURM_JOB_OVERSUBSCRIBE (24.11 on; 22.05 has none): for when slurmctld is down
 
     @property
     def opted_out(self) -> bool:
@@ -64,6 +65,7 @@ class JobContext:
             stderr_pattern=env.get("SLURM_JOB_STDERR", ""),
             work_dir=env.get("SLURM_JOB_WORK_DIR", ""),
             batch=bool(env.get("SLURM_JOB_STDIN")),
+            oversubscribe=env.get("SLURM_JOB_OVERSUBSCRIBE", ""),
         )
 
 

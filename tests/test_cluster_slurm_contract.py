@@ -3,6 +3,7 @@ dev cluster, and either reads what the other wrote."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -20,6 +21,7 @@ from tests import devcluster as dc
 pytestmark = pytest.mark.slurm
 HOST = os.uname().nodename.split(".")[0]
 BACKENDS = ("cli", "pyslurm")
+SPOOL = Path("/var/spool/slurm-hooks")
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +97,42 @@ def test_what_one_writes_the_other_reads(backends: dict[str, Slurm], finished: s
     stored = read["cli"][0 if field == "comment" else 1]
     assert stored == record and decode(stored) == decode(record) and decode(stored)["label"] == "app_segfault"
     backends["pyslurm"].set_job_field(finished, "comment", 'Alice "Quoted" Text')  # as the fixture made it
+
+
+def scontrol_says(job_id: str) -> dict[str, str]:
+    """`scontrol show job -o`'s Key=Value words (a third reader; these test jobs' own text holds no `=`)."""
+    return dict(w.split("=", 1) for w in dc.run("scontrol", "show", "job", "-o", job_id).split() if "=" in w)
+
+
+def test_task_count_and_sharing_read_the_same_and_reach_job_json(backends: dict[str, Slurm], finished: str) -> None:
+    """NumTasks and OverSubscribe as scontrol says them, through both backends, and what the
+    Epilog (which sees the job COMPLETING) wrote into job.json for the diagnosis.
+
+    The dev cluster's partitions are OverSubscribe=FORCE:40 (slurm.conf.in), where Slurm says YES
+    even for a job that asked for --exclusive (measured on 22.05 and 24.11): its nodes may hold
+    other jobs. A partition with OverSubscribe=EXCLUSIVE gives each job its nodes alone: NO.
+    Slurm words it from the partition as it is when asked, so that job is read before it is undone.
+    """
+    flagged = dc.submit("exit 3", args="--exclusive -n 2")
+    assert dc.wait(flagged) == "FAILED"
+    dc.wait_annotated(flagged)
+    dc.run("scontrol", "update", "PartitionName=debug", "OverSubscribe=EXCLUSIVE")
+    seen = {}
+    try:
+        alone = dc.submit("exit 3")
+        assert dc.wait(alone) == "FAILED"
+        dc.wait_annotated(alone)
+        for job in (finished, flagged, alone):
+            said = scontrol_says(job)
+            records = {name: backends[name].job(job) for name in BACKENDS}
+            assert records["cli"].ntasks == records["pyslurm"].ntasks == int(said["NumTasks"]), (job, said, records)
+            assert records["cli"].oversubscribe == records["pyslurm"].oversubscribe == said["OverSubscribe"], said
+            doc = json.loads((SPOOL / "jobs" / job / "bundle/job.json").read_text())
+            assert (doc["ntasks"], doc["shared"]) == (records["cli"].ntasks, records["cli"].shared), doc
+            seen[job] = (records["cli"].ntasks, records["cli"].oversubscribe, doc["shared"])
+    finally:
+        dc.run("scontrol", "update", "PartitionName=debug", "OverSubscribe=FORCE:40")
+    assert seen == {finished: (1, "YES", True), flagged: (2, "YES", True), alone: (1, "NO", False)}
 
 
 def test_pyslurm_keeps_quotes_where_sacctmgr_does_not(backends: dict[str, Slurm], finished: str) -> None:

@@ -339,6 +339,25 @@ def test_environment_values_that_are_not_ascii_digits_never_crash_the_hook(
     assert ctx is not None and (ctx.uid, ctx.derived_exit_code) == (None, "")
 
 
+@pytest.mark.parametrize(
+    ("oversubscribe", "env_word", "shared"),
+    [("OK", "", True), ("NO", "", False), ("", "YES", True), ("", "", None)],
+)
+def test_job_json_has_slurms_task_count_and_sharing_and_the_diagnosis_uses_them(
+    tmp_path: Path, oversubscribe: str, env_word: str, shared: bool | None
+) -> None:
+    """A kernel segfault whose pid the job's log never names, on a node Slurm may give other jobs
+    (OverSubscribe not NO; SLURM_JOB_OVERSUBSCRIBE when slurmctld's record lacks it), makes no
+    crash; on an exclusive node, or when nothing says (today's behaviour), it is the job's."""
+    rig = Rig(tmp_path, "step 1\nstep 2\n", exit_code="1:0")
+    rig.slurm.jobs[JOB] = replace(rig.record, ntasks=8 if oversubscribe else 0, oversubscribe=oversubscribe)
+    rig.run(replace(rig.ctx, oversubscribe=env_word))
+    doc = json.loads((rig.spool.job_dir(JOB) / "bundle/job.json").read_text())
+    assert doc.get("ntasks") == (8 if oversubscribe else None) and doc.get("shared") is shared
+    label = rig.diagnosis()["label"]
+    assert (label != "app_segfault") if shared else (label == "app_segfault"), label
+
+
 class SettlingSlurm(FakeSlurm):
     """slurmctld that hears of the crashed step's end only after the Epilog first asked."""
 

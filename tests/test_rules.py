@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -531,3 +532,54 @@ def test_any_rule_file_loads_or_is_refused_by_name(tmp_path_factory, doc) -> Non
         assert str(path) in str(exc)
     pack = load_rule_pack([path])  # the hooks' way never raises
     assert pack.rules
+
+
+def _bundle_lines() -> list[str]:
+    """Every 3rd line of the test bundles' logs and kernel logs, and a few with non-ASCII text
+    before, inside and after what the rules look for (offsets differ between bytes and characters)."""
+    root = Path(__file__).parent / "bundles"
+    lines = [
+        line
+        for path in sorted([*root.glob("*/logs/*"), *root.glob("*/kernel/*")])
+        for line in path.read_text(errors="replace").splitlines()[::3]
+    ]
+    return [
+        *lines,
+        "ünï: python[48213]: segfault at 0 ip 00007f ip sp 00007f error 4 in libc.so.6[7f+19]",
+        "gpu-ü1: [rank3]:  NCCL WARN Ω",
+        "[1,5]<stdout>: é Traceback (most recent call last):",
+        "h\u00e9te-01: NCCL INFO rank 3 nranks 8 Init COMPLETE",
+    ]
+
+
+def test_rule_patterns_answer_as_pyre2s_own_str_search() -> None:
+    """compile_linear runs RE2 on a line's UTF-8 bytes (rules/pattern.py) for speed: the same lines
+    match, with the same groups and the same end, as through pyre2's own str search; and the
+    public-API path it falls back to on another pyre2 gives the same spans as the direct one."""
+    import re2
+
+    from slurm_hooks.rules import pattern as rp
+
+    pack = load_rule_pack()
+    patterns = {
+        *(r.regex.pattern for r in pack.rules),
+        *(r.unless.pattern for r in pack.rules if r.unless is not None),
+        *(p.pattern for p in (*pack.launchers, *pack.progress)),
+    }
+    lines = _bundle_lines()
+    matched = 0
+    for text in sorted(patterns):
+        ours, theirs = rp.compile_linear(text), re2.compile(text)
+        compiled = re2.compile(text.encode())
+        public = rp._span_finder(SimpleNamespace(search=compiled.search, groups=compiled.groups))
+        direct = rp._span_finder(compiled)
+        assert direct.__name__ == "direct" and public.__name__ == "public"
+        for line in lines:
+            got, want = ours.search(line), theirs.search(line)
+            assert (got is None) == (want is None), (text, line)
+            if got is not None:
+                matched += 1
+                assert (got.groupdict(), got.end()) == (want.groupdict(), want.end()), (text, line)
+            data = line.encode()
+            assert direct(data) == public(data), (text, line)
+    assert matched > 200  # the lines exercise the rules, not only their misses

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slurm_hooks.slurm.cli_backend import SlurmCli, split_rows, wait_status
-from slurm_hooks.slurm.client import NotInAccountingYet, SlurmError, settled_state
+from slurm_hooks.slurm.client import NotInAccountingYet, SlurmError, nodes_shared, settled_state
 from slurm_hooks.slurm.patterns import MAX_PATH, expand
 
 HOSTILE_NAME = "train BatchHost=nowhere ExitCode=0:0"
@@ -59,6 +59,8 @@ def squeue_row(**over: str) -> dict[str, str]:
         "UserName": "alice",
         "ArrayJobID": "N/A",
         "ArrayTaskID": "N/A",
+        "NumTasks": "8",
+        "OverSubscribe": "OK",
     }
     return {**row, **over}
 
@@ -181,3 +183,31 @@ def test_a_modify_refused_otherwise_is_a_slurm_error() -> None:
             5, runner=sacctmgr_answering(1, "", "sacctmgr: error: Problem talking to the database\n")
         ).set_job_field("77", "comment", "x")
     assert not isinstance(caught.value, NotInAccountingYet)
+
+
+def test_task_count_and_oversubscribe_come_from_squeue() -> None:
+    record = SlurmCli(5, runner=Recorded(squeue_row(), None)).job("77")
+    assert (record.ntasks, record.oversubscribe, record.shared) == (8, "OK", True)
+    exclusive = SlurmCli(5, runner=Recorded(squeue_row(OverSubscribe="NO", NumTasks="N/A"), None)).job("77")
+    assert (exclusive.ntasks, exclusive.shared) == (0, False)
+    for odd in ("", "-1", "99999999999", "²"):  # nothing a job can have
+        assert SlurmCli(5, runner=Recorded(squeue_row(NumTasks=odd), None)).job("77").ntasks == 0
+
+
+@pytest.mark.parametrize(
+    ("word", "shared"),
+    [
+        ("NO", False),
+        ("no", False),
+        ("OK", True),
+        ("YES", True),
+        ("USER", True),
+        ("MCS", True),
+        ("TOPO", True),
+        ("", None),
+    ],
+)
+def test_only_an_exclusive_job_has_its_nodes_alone(word: str, shared: bool | None) -> None:
+    """squeue(1): NO is exclusive node access; OK is dedicated CPUs (other jobs on the node's other
+    CPUs); USER/MCS leave the node to the user's or class's other jobs; "" is not known."""
+    assert nodes_shared(word) is shared

@@ -45,6 +45,8 @@ def live_job(**over: Any) -> SimpleNamespace:
         "working_directory": "/home/alice",
         "comment": "mine",
         "admin_comment": "",
+        "ntasks": 8,
+        "resource_sharing": "OK",
     }
     return SimpleNamespace(**{**fields, **over})
 
@@ -97,6 +99,7 @@ def test_job_reads_slurmctld_then_takes_accountings_final_state() -> None:
     assert isinstance(record, JobRecord)
     assert (record.state, record.exit_code, record.derived_exit_code) == ("FAILED", "1:0", "2:0")
     assert (record.node_list, record.batch_host, record.std_out) == ("gb-[01-02]", "gb-01", "/home/alice/7.out")
+    assert (record.ntasks, record.oversubscribe, record.shared) == (8, "OK", True)
 
 
 def test_job_while_slurmdbd_hangs_is_slurmctlds_view_after_one_budget() -> None:
@@ -176,3 +179,12 @@ def test_no_error_file_reads_as_the_output_file_as_through_the_cli() -> None:
     for stderr in (None, "", "/home/alice/7.out"):
         record = SlurmPyslurm(fake_pyslurm(live=live_job(standard_error=stderr), stored={}), BUDGET_S).job("7")
         assert record.std_err == record.std_out == "/home/alice/7.out"
+
+
+def test_an_exclusive_job_and_one_pyslurm_knows_nothing_of() -> None:
+    """resource_sharing is slurm_job_share_string's word (NO: --exclusive); None from pyslurm reads as not known."""
+    exclusive = SlurmPyslurm(fake_pyslurm(live=live_job(resource_sharing="NO"), stored={}), BUDGET_S).job("7")
+    assert (exclusive.oversubscribe, exclusive.shared) == ("NO", False)
+    unknown = SlurmPyslurm(fake_pyslurm(live=live_job(resource_sharing=None, ntasks=None), stored={}), BUDGET_S)
+    record = unknown.job("7")
+    assert (record.ntasks, record.oversubscribe, record.shared) == (0, "", None)

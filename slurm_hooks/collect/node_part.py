@@ -13,7 +13,7 @@ from typing import Any
 from slurm_hooks.collect.kernel import KernelLog
 from slurm_hooks.facts.host import boot_time
 from slurm_hooks.job import JobContext, JobView
-from slurm_hooks.slurm.client import JobRecord
+from slurm_hooks.slurm.client import JobRecord, nodes_shared
 from slurm_hooks.spool import Spool
 from slurm_hooks.times import parse_iso, zone_named
 
@@ -47,7 +47,7 @@ def write_job_json(
     spool: Spool, ctx: JobContext, job: JobView, facts: dict[str, Any], log_timezone: str, now: datetime
 ) -> None:
     start, end = job_window(job.record, facts, now)
-    doc = {
+    doc: dict[str, Any] = {
         "job_id": ctx.job_id,
         "state": job.record.state,
         "exit_code": ctx.exit_code or job.record.exit_code,
@@ -59,4 +59,10 @@ def write_job_json(
         "timezone": facts.get("timezone") or "UTC",
         "log_timezone": log_timezone,
     }
+    # Slurm's counts for the diagnosis (diagnose/bounds.py, witness.py), only when Slurm gave them:
+    # a job.json without them keeps the defaults (512 tasks a node; every kernel line the job's).
+    if job.record.ntasks:
+        doc["ntasks"] = job.record.ntasks
+    if (shared := nodes_shared(job.record.oversubscribe or ctx.oversubscribe)) is not None:
+        doc["shared"] = shared
     spool.write(ctx.job_id, "bundle/job.json", json.dumps(doc, indent=1) + "\n")

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import IO, Protocol
 
+from slurm_hooks.layout import is_number
 from slurm_hooks.proc import TOOL_ENV, run_bounded
 from slurm_hooks.slurm.client import (
     NOT_IN_ACCOUNTING,
@@ -74,6 +75,8 @@ _SQUEUE_FIELDS = (
     "UserName",
     "ArrayJobID",
     "ArrayTaskID",
+    "NumTasks",
+    "OverSubscribe",
 )
 
 
@@ -100,6 +103,11 @@ def _output_path(show: dict[str, str], key: str) -> str:
         **({"a": array} if array else {}),
     }
     return expand(pattern, values) or ""
+
+
+def _count(raw: str) -> int:
+    """squeue's NumTasks; 0 when it prints none (N/A) or something no job can have."""
+    return int(raw) if is_number(raw) and len(raw) <= 10 and int(raw) < 1 << 31 else 0
 
 
 class SlurmCli:
@@ -159,6 +167,8 @@ class SlurmCli:
             work_dir=show["WorkDir"],
             comment=show["Comment"],
             admin_comment=show["admin_comment"],
+            ntasks=_count(show["NumTasks"]),
+            oversubscribe=show["OverSubscribe"],
         )
 
     def _accounting(self, job_id: str, *fields: str) -> list[str]:

@@ -49,6 +49,27 @@ class JobRecord:
     work_dir: str = ""
     comment: str = ""
     admin_comment: str = ""
+    ntasks: int = 0  # Slurm's task count (NumTasks); 0: not known
+    oversubscribe: str = ""  # Slurm's word (squeue's OverSubscribe, pyslurm's resource_sharing); "": not known
+
+    @property
+    def shared(self) -> bool | None:
+        """Whether Slurm may run other jobs on this job's nodes at the same time; None: not known."""
+        return nodes_shared(self.oversubscribe)
+
+
+def nodes_shared(oversubscribe: str) -> bool | None:
+    """Slurm's OverSubscribe word as "other jobs may run on these nodes meanwhile" (docs/DESIGN.md, job.json).
+
+    Only NO is a node to the job alone (--exclusive, or a partition with OverSubscribe=EXCLUSIVE;
+    a partition with OverSubscribe=FORCE says YES even for --exclusive, as measured on 22.05 and 24.11).
+    YES is oversubscribed; OK (the usual answer) is dedicated CPUs, so with select/cons_tres other
+    jobs may hold the node's other CPUs and GPUs; USER and MCS leave it to the same user's or
+    security class's other jobs; TOPO shares by topology. Each is another job's process beside
+    this one's. "" (slurmctld down, an older record) is not known.
+    """
+    word = oversubscribe.strip().upper()
+    return None if not word else word != "NO"
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 9x, and a report makes millions

@@ -108,6 +108,8 @@ class SlurmPyslurm:
             work_dir=live.working_directory or "",
             comment=live.comment or "",
             admin_comment=live.admin_comment or "",
+            ntasks=int(live.ntasks or 0),
+            oversubscribe=live.resource_sharing or "",  # slurm_job_share_string, squeue's words
         )
 
     def _stored(self, job_id: str) -> Stored:

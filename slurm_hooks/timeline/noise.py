@@ -18,6 +18,8 @@ MAX_SEGMENTS = 64  # `\r` segments read per line: a bar redrawn 10,000 times is 
 
 
 def strip_ansi(text: str) -> str:
+    if "\x1b" not in text and "\x9b" not in text:  # every escape starts with one: most lines have none
+        return text
     return _ANSI.sub("", text)
 
 

@@ -45,16 +45,23 @@ def strip_prefixes(
         if (rank := groups.get("rank")) is not None and rank.isdigit():
             launcher_rank = int(rank)
         line = line[found.end() :]
+    (task, local_rank, c10_rank), body = split_stream(line)
+    return Prefixed(task, local_rank, c10_rank if c10_rank is not None else launcher_rank, body, host)
+
+
+def split_stream(line: str) -> tuple[tuple[int | None, int | None, int | None], str]:
+    """((srun task, torchrun local rank, c10 rank), body): srun's and torchrun's prefixes alone, no
+    record built (the traceback reader asks this of every line after a traceback's start)."""
     m = _PREFIX.match(line)
     assert m is not None  # every part is optional, so the pattern always matches
-    task, lrank, rank = m.group("task"), m.group("lrank"), m.group("rank")
-    return Prefixed(
-        task=int(task) if task is not None else None,
-        local_rank=int(lrank) if lrank is not None else None,
-        rank=int(rank) if rank is not None else launcher_rank,
-        body=line[m.end() :],
-        host=host,
-    )
+    if not m.end():
+        return (None, None, None), line
+    task, lrank, rank = m.group("task", "lrank", "rank")
+    return (
+        int(task) if task is not None else None,
+        int(lrank) if lrank is not None else None,
+        int(rank) if rank is not None else None,
+    ), line[m.end() :]
 
 
 def inherit(pre: Prefixed, first: Prefixed) -> Prefixed:

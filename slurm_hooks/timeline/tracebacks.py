@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from slurm_hooks.bundle import BundleFile
 from slurm_hooks.timeline.longlines import decode
-from slurm_hooks.timeline.prefixes import strip_prefixes
+from slurm_hooks.timeline.prefixes import split_stream
 from slurm_hooks.timeline.scan import MAX_LINE, line_terminator
 
 MAX_READ = 64 << 20  # bytes read from the first traceback a stream asks about
@@ -81,8 +81,7 @@ Parse = Callable[[str], tuple[str, str] | None]  # an exception line -> (type, m
 
 
 def stream_of(line: str) -> tuple[Stream, str]:
-    pre = strip_prefixes(line)
-    return (pre.task, pre.local_rank, pre.rank), pre.body
+    return split_stream(line)
 
 
 def read_blocks(
