@@ -47,17 +47,18 @@ class _BoundedInfo(tarfile.TarInfo):
 
     tarfile reads a GNU long-name or PAX header's body in one piece (a 3 MB .tar.gz can declare
     3 GiB), and a PAX sparse 1.0 member's map until its count is met: both are refused here,
-    from the 512-byte header alone, before a byte of them is read.
+    from the 512-byte header alone, before a byte of them is read. The check sits in
+    `_proc_member`, the hook tarfile names for subclasses and calls for every header (follow-up
+    ones too), not in `frombuf`: Debian 13's Python 3.13.5 parses headers through `_frombuf`
+    and never calls an overridden `frombuf`.
     """
 
-    @classmethod
-    def frombuf(cls, buf: bytes | bytearray, encoding: str, errors: str) -> _BoundedInfo:
-        info = super().frombuf(buf, encoding, errors)
-        if info.type in _EXTENDED and info.size > MAX_HEADER:
-            raise HeaderTooLarge(f"an extended header declares {info.size} bytes (more than {MAX_HEADER})")
-        if info.type == tarfile.GNUTYPE_SPARSE:  # its extension headers would be read in a loop
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _EXTENDED and self.size > MAX_HEADER:
+            raise HeaderTooLarge(f"an extended header declares {self.size} bytes (more than {MAX_HEADER})")
+        if self.type == tarfile.GNUTYPE_SPARSE:  # its extension headers would be read in a loop
             raise HeaderTooLarge("an old GNU sparse member")
-        return info
+        return super()._proc_member(tarfile_)  # type: ignore[misc, no-any-return]
 
     def _proc_gnusparse_10(self, member: tarfile.TarInfo, pax: dict[str, str], tar: tarfile.TarFile) -> None:
         """Marks the member sparse (and so refused) without reading its map; tarfile skips its data."""

@@ -1,7 +1,8 @@
 #!/bin/bash
 # ci-in-chroot.sh [REPO] : the proof that CI passes on a Debian 13 host. A fresh clone of REPO's
 # HEAD (default: this checkout) runs its whole .ci/run (CI=true, as root) inside Debian trixie
-# acting as the host: Slurm 24.11, python3 3.13, pyslurm 24.11.
+# acting as the host: Slurm 24.11, python3 3.13, pyslurm 24.11. As on such a host, make lane-test
+# skips 24.11 (the host's own) and runs the 26.05 lane from the sid chroot, nested in this one.
 #   root     the cached trixie root (lane-chroot.sh) as the lower layer of an overlay, so the
 #            run's installs and state are thrown away after it and the cache stays as it was
 #   network  its own namespace, loopback only: its cluster's ports (6817-6835, 3306) cannot meet
@@ -11,9 +12,7 @@
 #   pids     its own namespace, whose first process reaps; when it ends, everything in it ends
 # Log: $WORK/ci.log (WORK is printed; removed unless KEEP=1). Exit status: .ci/run's.
 # CI_CMD='make venv && make lint' runs that instead of .ci/run (a quick check of the setup).
-# Not here: the 26.05 lane (SLURM_HOOKS_CI_LANES is empty). Nested in this stand-in, the lane's
-# bind of the clone comes up empty (not solved yet); on a real Debian 13 host the lane is not
-# nested, and on Debian 12 `make lane-test SLURM=26.05` runs it.
+# Not as on a real host: the kernel, the host name, /dev and /sys are the machine's (as in a lane).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lane.sh"
@@ -42,7 +41,7 @@ unshare --net --mount --pid --fork --propagation private bash -c "
   mount --bind '$WORK/clone' \"\$M/ci/slurm-hooks\"
   [ -z '$SHARED' ] || mount --bind -o ro '$SHARED' \"\$M/ci/shared\"
   exec chroot \"\$M\" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-    CI=true SLURM_HOOKS_CI_LANES= SLURM_HOOKS_OFFLINE=1 PIP_NO_INDEX=1 PIP_FIND_LINKS=/root/.cache/slurm-hooks/wheels-trixie \
+    CI=true SLURM_HOOKS_OFFLINE=1 PIP_NO_INDEX=1 PIP_FIND_LINKS=/root/.cache/slurm-hooks/wheels-trixie \
     PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1 \
     python3 -c '
 import os, subprocess, sys

@@ -136,15 +136,20 @@ while True:
   lane_run "$version" deploy/dev-cluster/cluster-up.sh
 }
 
-# Run CMD in the lane (its network, mounts and chroot; cwd the repository), as root.
+# Run CMD in the lane (its network, mounts and root; cwd the repository), as root. The root is the
+# lane init's own (nsenter --root), not `chroot <its path>`: entering a mount namespace puts a
+# process at the top of that namespace's tree, the machine's /, where the path names the chroot
+# only if lane_up ran at the machine's / too. Run inside another chroot (a lane nested in
+# ci-in-chroot.sh), the path led to the bare directory under the machine's /, not to the one the
+# binds of lane_mounts cover: the checkout, /proc and /run came up empty there. The working
+# directory is the checkout as the lane sees it (--wdns), never the caller's, which it cannot reach.
 lane_run() {
   local version=$1 p; shift
   p=$(lane_pid "$version") || { lane_say "the $version lane is not up: SLURM=$version make cluster-up"; return 1; }
-  local root; root=$(cat "$LANE_STATE/$version/root")
   local pass=(); for v in SLURM_HOOKS_REQUIRE_CLUSTER SLURM_HOOKS_DEV_NODES CI HYPOTHESIS_PROFILE RELIABILITY_OUT TERM; do
     [ -n "${!v:-}" ] && pass+=("$v=${!v}"); done
-  nsenter --target "$p" --net --mount --pid -- chroot "$root" "${LANE_ENV[@]}" "${pass[@]}" \
-    SLURM_HOOKS_LANE="$version" bash -c 'cd "$0" && exec "$@"' "$LANE_REPO" "$@"
+  nsenter --target "$p" --net --mount --pid --root --wdns="$LANE_REPO" -- "${LANE_ENV[@]}" "${pass[@]}" \
+    SLURM_HOOKS_LANE="$version" "$@"
 }
 
 lane_down() {
