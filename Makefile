@@ -47,7 +47,7 @@ reliability: venv pyslurm  ## property tests at full strength, then the fault ma
 	    > docs/reliability.md; exit $$rc
 
 # The Epilog flow (hooks, collection, delivery, spool) through its fakes alone: >= 90% of its lines.
-EPILOG_FLOW := hooks.epilog hooks.epilog_slurmctld hooks.post_job hooks.deps job collect deliver spool nofollow
+EPILOG_FLOW := hooks.epilog hooks.epilog_slurmctld hooks.post_job hooks.deps slurm.job collect deliver bundle.spool core.nofollow
 coverage-epilog: venv  ## the Epilog flow's line coverage through its fakes (needs nothing else)
 	$(BIN)/pytest -q -m "not slurm" -p no:cacheprovider $(foreach m,$(EPILOG_FLOW),--cov=slurm_hooks.$(m)) \
 		--cov-report=term-missing --cov-fail-under=90 tests/test_epilog.py tests/test_epilog_slurmctld.py \

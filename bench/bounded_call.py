@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import slurm_hooks.hooks.deps  # noqa: F401  (the Epilog's modules: the address space a fork copies)
-from slurm_hooks.proc import TOOL_ENV, run_bounded
+from slurm_hooks.core.proc import TOOL_ENV, run_bounded
 from slurm_hooks.slurm.bounded import call_forked
 from slurm_hooks.slurm.client import JobRecord
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from slurm_hooks.config import Config
-from slurm_hooks.install import install_hooks
+from slurm_hooks.hooks.install import install_hooks
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ROOT / "tests/fixtures/hosts/gb200-cdmm-driver"

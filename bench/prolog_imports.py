@@ -1,7 +1,7 @@
 """The Prolog's import cost (`python -X importtime`) and start-up, as ratios against `python -S -c pass`.
 
 The deployed Prolog is `python -S -c "...; from slurm_hooks.hooks.prolog import main"` (see
-install.py), run from compiled bytecode as a pip install leaves it. Measured here, interleaved,
+hooks/install.py), run from compiled bytecode as a pip install leaves it. Measured here, interleaved,
 medians of RUNS:
   python_S_pass    `python -S -c pass`: the interpreter's own start (the baseline)
   prolog_import    cumulative import time of slurm_hooks.hooks.prolog (structlog included, through
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from slurm_hooks.config import Config
-from slurm_hooks.install import install_hooks
+from slurm_hooks.hooks.install import install_hooks
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ROOT / "tests/fixtures/hosts/gb200-cdmm-driver"
@@ -76,7 +76,7 @@ def import_ms(py: str, env: dict[str, str]) -> tuple[float, dict[str, float]]:
 
 def metrics_update_ms() -> float:
     """What recording one run costs the Prolog: lock, read, write state, render, write the .prom file."""
-    from slurm_hooks.metrics import Metrics
+    from slurm_hooks.hooks.metrics import Metrics
 
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None) as tmp:
         metrics = Metrics(tmp, f"{tmp}/slurm_hooks.prom")
@@ -131,7 +131,7 @@ def main() -> int:
         "prolog_no_gpu_vs_python_S_pass": round(med["prolog_no_gpu"] / base, 2),
         "heaviest_imports_ms": {k: round(v, 2) for v, k in heaviest},
         **{f"{n}_import_ms": round(statistics.median(own[f"{n} (cumulative)"]), 2) for n in NAMED},
-        "metrics_import_ms": round(statistics.median(own.get("slurm_hooks.metrics", [0.0])), 2),
+        "metrics_import_ms": round(statistics.median(own.get("slurm_hooks.hooks.metrics", [0.0])), 2),
         "metrics_update_ms": round(metrics_update, 2),
         "h200_prolog_before_ms": H200["prolog_before_ms"],
         "h200_projected_prolog_ms": round(projected, 1),

@@ -15,15 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.clock import SystemClock
+from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.config import Config
+from slurm_hooks.core.clock import SystemClock
 from slurm_hooks.deliver.outbox import Outbox
 from slurm_hooks.hooks.deps import EpilogDeps
 from slurm_hooks.hooks.post_job import annotate_job
-from slurm_hooks.job import JobContext, JobView
 from slurm_hooks.slurm.annotation import decode
 from slurm_hooks.slurm.client import JobRecord
-from slurm_hooks.spool import Spool
+from slurm_hooks.slurm.job import JobContext, JobView
 from tests.epilog_fakes import FakeKernel, FakeSlurm, RecordingLog
 from tests.fakes import GB200, RecordedGpu
 

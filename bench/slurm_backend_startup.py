@@ -19,7 +19,7 @@ from pathlib import Path
 
 RUNS = 30
 OPEN = (
-    "from slurm_hooks.config import load_config; from slurm_hooks.hooklog import HookLog; "
+    "from slurm_hooks.config import load_config; from slurm_hooks.core.hooklog import HookLog; "
     "from slurm_hooks.slurm.backend import open_slurm; c = load_config(); "
     "s = open_slurm(c, HookLog(c.log_file, 'bench', None)); "
     "assert type(s).__name__ == {want!r}, type(s)"

@@ -8,9 +8,9 @@ import time
 from datetime import datetime
 from typing import Any
 
+from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.deliver.outbox import Outbox, OutboxEntry
 from slurm_hooks.slurm.client import JobRecord, NotInAccountingYet, SlurmError
-from slurm_hooks.spool import Spool
 
 
 class FakeClock:

@@ -4,7 +4,7 @@ noisy lines, the pid map."""
 from __future__ import annotations
 
 from slurm_hooks.diagnose.pidmap import build_pid_map, rank_of
-from slurm_hooks.render import to_text
+from slurm_hooks.diagnose.render import to_text
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.hosts import NodeNames

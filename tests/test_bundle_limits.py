@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slurm_hooks.bundle import open_bundle
+from slurm_hooks.bundle.tarball import PREFIX, sweep_leftovers
 from slurm_hooks.config import Limits
 from slurm_hooks.diagnose import diagnose
-from slurm_hooks.tarbundle import PREFIX, sweep_leftovers
 from tests.conftest import CRASH, JOB, write_bundle
 
 SECRET = "root-only-secret-7f3a"
@@ -167,7 +167,7 @@ def test_leftovers_of_a_killed_run_are_swept(tmp_path: Path) -> None:
     ).map("/".join)
 )
 def test_tar_member_names_map_only_into_the_bundle_layout(name: str) -> None:
-    from slurm_hooks.tarbundle import _bundle_path
+    from slurm_hooks.bundle.tarball import _bundle_path
 
     rel = _bundle_path(name)
     if rel is not None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from slurm_hooks.config import Config, ConfigError, load_config
-from slurm_hooks.configparse import parse_config
+from slurm_hooks.config.parse import parse_config
 
 EXAMPLE = Path(__file__).parent.parent / "deploy" / "config.example.yaml"
 

@@ -9,10 +9,10 @@ import threading
 import time
 from pathlib import Path
 
-from slurm_hooks.clock import SystemClock
+from slurm_hooks.core.clock import SystemClock
+from slurm_hooks.core.hooklog import HookLog
 from slurm_hooks.deliver.annotate import Tally, deliver_backlog, deliver_waiting
 from slurm_hooks.deliver.outbox import Outbox, OutboxEntry
-from slurm_hooks.hooklog import HookLog
 from tests.epilog_fakes import FakeClock, FakeSlurm, RecordingLog
 
 

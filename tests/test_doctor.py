@@ -13,7 +13,7 @@ import pytest
 from slurm_hooks.config import Config
 from slurm_hooks.doctor import DoctorDeps, real_deps, run_checks
 from slurm_hooks.facts.gpu import GpuInfo
-from slurm_hooks.install import install_hooks
+from slurm_hooks.hooks.install import install_hooks
 from tests.fakes import FailingGpu, RecordedGpu
 
 HOSTS = Path(__file__).parent / "fixtures" / "hosts"

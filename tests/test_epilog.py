@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.config import Annotation, Budgets, Config
 from slurm_hooks.deliver.outbox import Outbox
 from slurm_hooks.hooks import epilog
 from slurm_hooks.hooks.deps import EpilogDeps
 from slurm_hooks.hooks.epilog import run_epilog
 from slurm_hooks.hooks.state import write_job_state
-from slurm_hooks.job import JobContext
 from slurm_hooks.slurm.annotation import MARK, decode
 from slurm_hooks.slurm.client import JobRecord
-from slurm_hooks.spool import Spool
+from slurm_hooks.slurm.job import JobContext
 from tests.epilog_fakes import FakeClock, FakeKernel, FakeSlurm, FullOutbox, FullSpool, RecordingLog
 from tests.fakes import GB200, RecordedGpu
 

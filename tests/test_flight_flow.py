@@ -20,7 +20,7 @@ from slurm_hooks.diagnose import diagnose
 from slurm_hooks.flight.collect import prune
 from slurm_hooks.flight.setup import job_dump_dir, prepare
 from slurm_hooks.hooks import prolog
-from slurm_hooks.install import hook_files
+from slurm_hooks.hooks.install import hook_files
 from slurm_hooks.rules import load_rule_pack
 from tests.epilog_fakes import FakeKernel
 from tests.fakes import GB200, RecordedGpu

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_hooks.hooklog import HookLog
+from slurm_hooks.core.hooklog import HookLog
 
 
 def test_log_file_symlink_is_not_followed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slurm_hooks.config import Config
-from slurm_hooks.install import RUN_PARTS_NAME, hook_files, install_hooks
+from slurm_hooks.hooks.install import RUN_PARTS_NAME, hook_files, install_hooks
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ROOT / "tests/fixtures/hosts/real-h200"

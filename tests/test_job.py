@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slurm_hooks.job import JobContext, raw_status
+from slurm_hooks.slurm.job import JobContext, raw_status
 
 
 @pytest.mark.parametrize(

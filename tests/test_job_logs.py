@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.collect.job_logs import copy_as_user, copy_job_logs, expand_pattern, log_paths
-from slurm_hooks.job import JobContext
 from slurm_hooks.slurm.client import JobRecord
-from slurm_hooks.spool import Spool
+from slurm_hooks.slurm.job import JobContext
 
 NOBODY = 65534
 

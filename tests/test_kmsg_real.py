@@ -24,7 +24,7 @@ from slurm_hooks.collect.kernel import FileKernelLog
 from slurm_hooks.collect.kmsg_device import DevKmsg
 from slurm_hooks.collect.kmsg_follow import Follower
 from slurm_hooks.collect.kmsg_output import OutputFile
-from slurm_hooks.times import parse_iso
+from slurm_hooks.core.times import parse_iso
 from tests.epilog_fakes import RecordingLog
 from tests.kmsg_fakes import FakeKmsg
 

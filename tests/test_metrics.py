@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from slurm_hooks.hooks import prolog
-from slurm_hooks.metrics import BUCKETS, MAX_LABELS, Metrics, render
+from slurm_hooks.hooks.metrics import BUCKETS, MAX_LABELS, Metrics, render
 from tests.fakes import GB200, RecordedGpu
 
 HOSTS = Path(__file__).parent / "fixtures" / "hosts"
@@ -196,7 +196,7 @@ def test_a_fifo_at_the_temp_name_is_removed_not_opened(tmp_path: Path) -> None:
 def test_a_held_lock_costs_the_metrics_not_the_budget(tmp_path: Path) -> None:
     import time
 
-    from slurm_hooks.metrics import LOCK_WAIT_S
+    from slurm_hooks.hooks.metrics import LOCK_WAIT_S
 
     fd = os.open(tmp_path / "metrics.json.lock", os.O_WRONLY | os.O_CREAT, 0o600)
     holder = subprocess.Popen(  # another process holds it, as a wedged hook of another job would

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slurm_hooks.config import Config, ConfigError, NcoreSource
-from slurm_hooks.configparse import parse_config
+from slurm_hooks.config.parse import parse_config
 from slurm_hooks.facts import collect_facts
 from slurm_hooks.facts.ncore import read_ncore
 from tests.fakes import FailingGpu

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from slurm_hooks.nodefacts import NodeFacts
+from slurm_hooks.bundle.nodefacts import NodeFacts
 
 
 def test_values_of_the_wrong_type_are_left_out_and_noted() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from slurm_hooks.facts.gpu import GpuQueryError, _Worker
 from slurm_hooks.hooks import prolog, task_prolog
-from slurm_hooks.jobenv import export_lines, sanitise
+from slurm_hooks.hooks.jobenv import export_lines, sanitise
 from tests.fakes import GB200, RecordedGpu
 
 HOSTS = Path(__file__).parent / "fixtures" / "hosts"
@@ -129,7 +129,7 @@ def test_each_nvml_call_has_its_own_timeout() -> None:
 def test_task_prolog_defaults_are_the_configs() -> None:
     from slurm_hooks.config import DEFAULT_PATH, Config
 
-    assert Config().state_dir == task_prolog.DEFAULT_STATE_DIR  # one default (slurm_hooks/layout.py)
+    assert Config().state_dir == task_prolog.DEFAULT_STATE_DIR  # one default (slurm_hooks/core/layout.py)
     assert DEFAULT_PATH == task_prolog.DEFAULT_CONFIG
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_hooks.proc import kill_all
+from slurm_hooks.core.proc import kill_all
 from slurm_hooks.slurm.bounded import call_forked
 from slurm_hooks.slurm.client import JobRecord, NotInAccountingYet, SlurmError
 

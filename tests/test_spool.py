@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from slurm_hooks.nofollow import SymlinkRefused
-from slurm_hooks.spool import Spool
+from slurm_hooks.bundle.spool import Spool
+from slurm_hooks.core.nofollow import SymlinkRefused
 
 SOURCE = Path(__file__).parent.parent / "slurm_hooks"
 
@@ -103,13 +103,11 @@ def test_prune_reports_what_it_could_not_remove() -> None:
         old = time.time() - 90 * 86400
         os.utime(spool.job_dir("1"), (old, old))
         code = (
-            f"import json; from slurm_hooks.spool import Spool; "
+            f"import json; from slurm_hooks.bundle.spool import Spool; "
             f"r = Spool({str(root)!r}).prune(30, 1024, {time.time()}); print(json.dumps(r.__dict__))"
         )
         pkg = root / "pkg" / "slurm_hooks"  # a copy nobody can read: the checkout may sit in a private dir
-        pkg.mkdir(parents=True)
-        for module in ("__init__", "spool", "layout", "nofollow"):
-            shutil.copy(SOURCE / f"{module}.py", pkg)
+        shutil.copytree(SOURCE, pkg, ignore=shutil.ignore_patterns("__pycache__", "examples"))
         argv = [sys.executable, "-c", code]
         as_nobody = {}
         if os.geteuid() == 0:

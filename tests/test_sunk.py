@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from slurm_hooks.cli import build_parser
-from slurm_hooks.configparse import parse_config
-from slurm_hooks.install import RUN_PARTS_NAME, hook_files
+from slurm_hooks.config.parse import parse_config
+from slurm_hooks.hooks.install import RUN_PARTS_NAME, hook_files
 
 SUNK = Path(__file__).resolve().parent.parent / "deploy" / "sunk"
 K8S = "1.30.0"  # SUNK 8.x runs on CKS 1.30+; the schema of any later minor is a superset here

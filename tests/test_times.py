@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
-from slurm_hooks.times import colon_offset, parse_iso, zone_named
+from slurm_hooks.core.times import colon_offset, parse_iso, zone_named
 
 UTC = timezone.utc
 

@@ -10,8 +10,8 @@ import pytest
 
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose import LABELS, diagnose
+from slurm_hooks.diagnose.render import to_text
 from slurm_hooks.diagnose.wording import _render
-from slurm_hooks.render import to_text
 from slurm_hooks.rules import AdviceLine
 from tests.conftest import BUNDLES, SCENARIOS
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from slurm_hooks.job import JobContext
-from slurm_hooks.proc import run_bounded
+from slurm_hooks.bundle.spool import Spool
+from slurm_hooks.core.proc import run_bounded
 from slurm_hooks.slurm.client import JobRecord
+from slurm_hooks.slurm.job import JobContext
 from slurm_hooks.slurm.patterns import expand
-from slurm_hooks.spool import Spool
 
 _READER = r"""
 import os, stat, sys

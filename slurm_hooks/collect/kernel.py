@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from slurm_hooks.proc import TOOL_ENV, run_bounded
-from slurm_hooks.times import parse_iso
+from slurm_hooks.core.proc import TOOL_ENV, run_bounded
+from slurm_hooks.core.times import parse_iso
 
 MAX_BYTES = 16 << 20  # a kernel window beyond this is a storm; its start is what matters
 

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from slurm_hooks.collect.kmsg_device import KmsgDevice
 from slurm_hooks.collect.kmsg_output import Output, OutputFile
 from slurm_hooks.collect.kmsg_record import format_line, host_token, parse_record
-from slurm_hooks.hooklog import Log
-from slurm_hooks.safeio import atomic_write, read_small
+from slurm_hooks.core.hooklog import Log
+from slurm_hooks.core.safeio import atomic_write, read_small
 
 BATCH_RECORDS = 2000  # records per write and state update; a storm is written in batches this size
 

@@ -10,12 +10,12 @@ import json
 from datetime import datetime
 from typing import Any
 
+from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.collect.kernel import KernelLog
+from slurm_hooks.core.times import parse_iso, zone_named
 from slurm_hooks.facts.host import boot_time
-from slurm_hooks.job import JobContext, JobView
 from slurm_hooks.slurm.client import JobRecord, nodes_shared
-from slurm_hooks.spool import Spool
-from slurm_hooks.times import parse_iso, zone_named
+from slurm_hooks.slurm.job import JobContext, JobView
 
 
 def job_window(record: JobRecord, facts: dict[str, Any], now: datetime) -> tuple[datetime, datetime]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from slurm_hooks.clock import Clock
+from slurm_hooks.core.clock import Clock
+from slurm_hooks.core.hooklog import Log
 from slurm_hooks.deliver.outbox import Outbox, OutboxEntry
-from slurm_hooks.hooklog import Log
 from slurm_hooks.slurm.annotation import merged_value
 from slurm_hooks.slurm.client import NotInAccountingYet, Slurm, SlurmError
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.nofollow import open_child, opened_dir, read_at, write_at
+from slurm_hooks.core.nofollow import open_child, opened_dir, read_at, write_at
 from slurm_hooks.slurm.annotation import MARK, MAX_RECORD
 
 FIELDS = ("admin_comment", "comment")

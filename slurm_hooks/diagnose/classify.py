@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from slurm_hooks.bundle import Bundle
+from slurm_hooks.bundle.nodefacts import NodeFacts
 from slurm_hooks.diagnose import wording
 from slurm_hooks.diagnose.bounds import job_node
 from slurm_hooks.diagnose.context import Context
@@ -35,7 +36,6 @@ from slurm_hooks.diagnose.verdict import (
     state_verdict,
     symptom_verdict,
 )
-from slurm_hooks.nodefacts import NodeFacts
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event, Timeline
 

@@ -10,10 +10,10 @@ import re
 from typing import Any
 
 from slurm_hooks.bundle import JobInfo
+from slurm_hooks.bundle.nodefacts import NodeFacts
 from slurm_hooks.diagnose import raised
 from slurm_hooks.diagnose.result import iso
 from slurm_hooks.diagnose.verdict import Seen, Verdict
-from slurm_hooks.nodefacts import NodeFacts
 from slurm_hooks.rules import AdviceLine, RulePack
 from slurm_hooks.rules.advice import fill, placeholders
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from slurm_hooks.config import Config
+from slurm_hooks.core.proc import TOOL_ENV, run_bounded
 from slurm_hooks.doctor.checks import (
     DoctorDeps,
     Finding,
@@ -24,7 +25,6 @@ from slurm_hooks.doctor.checks import (
 )
 from slurm_hooks.doctor.hook_scripts import check_hooks
 from slurm_hooks.doctor.slurm_side import check_slurm, slurm_settings, spool_owner
-from slurm_hooks.proc import TOOL_ENV, run_bounded
 
 __all__ = ["DoctorDeps", "Finding", "doctor", "main", "real_deps", "report", "run_checks"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from slurm_hooks.config import Config
 from slurm_hooks.doctor.checks import DoctorDeps, Finding
-from slurm_hooks.install import hook_files
+from slurm_hooks.hooks.install import hook_files
 
 
 def _installed_args(prolog: Path) -> tuple[str, str | None]:
@@ -27,7 +27,7 @@ def _installed_args(prolog: Path) -> tuple[str, str | None]:
 
 def _paths_of(python: str, deps: DoctorDeps) -> list[str] | str:
     """The hooks' interpreter's import paths for slurm_hooks, or why it cannot import it."""
-    code = "import json; from slurm_hooks.install import import_paths; print(json.dumps(import_paths()))"
+    code = "import json; from slurm_hooks.hooks.install import import_paths; print(json.dumps(import_paths()))"
     try:
         out = deps.run([python, "-I", "-c", code], 30.0)  # -I: not the cwd's slurm_hooks
     except (OSError, subprocess.TimeoutExpired) as exc:

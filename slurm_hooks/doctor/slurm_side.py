@@ -7,8 +7,8 @@ import os
 import subprocess
 
 from slurm_hooks.config import Config
+from slurm_hooks.core.proc import TOOL_ENV
 from slurm_hooks.doctor.checks import DoctorDeps, Finding
-from slurm_hooks.proc import TOOL_ENV
 
 
 def slurm_settings(config: Config, deps: DoctorDeps) -> dict[str, str]:

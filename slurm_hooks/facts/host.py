@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from slurm_hooks.safeio import read_small
+from slurm_hooks.core.safeio import read_small
 
 
 def iso_utc(seconds: float) -> str:

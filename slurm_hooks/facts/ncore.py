@@ -12,8 +12,8 @@ import os
 import re
 
 from slurm_hooks.config import NcoreSource
-from slurm_hooks.proc import run_bounded
-from slurm_hooks.safeio import read_small
+from slurm_hooks.core.proc import run_bounded
+from slurm_hooks.core.safeio import read_small
 
 MAX_VERSION = 64
 CMDLINE = "proc/cmdline"  # under host_root; /proc/cmdline is the host's in any container too

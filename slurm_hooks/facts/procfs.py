@@ -11,14 +11,14 @@ import os
 import re
 from typing import NamedTuple
 
-from slurm_hooks.safeio import read_small
+from slurm_hooks.core.safeio import read_small
 
 _VERSION = re.compile(r"Kernel Module(?: for \w+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
 _PARAM = re.compile(r'^CoherentGPUMemoryMode:\s*"?([^"\n]*)"?\s*$', re.M)
 _MODEL = re.compile(r"^Model:\s*(.+?)\s*$", re.M)
 
 
-class ProcNvidia(NamedTuple):  # NamedTuple, not dataclass: see config.py
+class ProcNvidia(NamedTuple):  # NamedTuple, not dataclass: see config/__init__.py
     driver_loaded: bool = False
     driver_version: str | None = None
     gpu_model: str | None = None

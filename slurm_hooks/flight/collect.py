@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.config import Config
+from slurm_hooks.core.proc import run_bounded
 from slurm_hooks.flight.setup import dump_root, job_dump_dir
-from slurm_hooks.proc import run_bounded
-from slurm_hooks.spool import Spool
 
 _CHILD = """import sys
 sys.path.insert(0, sys.argv[1])

@@ -20,8 +20,8 @@ import shlex
 import stat
 
 from slurm_hooks.config import Config
-from slurm_hooks.layout import job_path
-from slurm_hooks.safeio import atomic_write
+from slurm_hooks.core.layout import job_path
+from slurm_hooks.core.safeio import atomic_write
 
 TASK_FRAGMENT = "flight"  # in the job's state dir, next to `env`
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -11,17 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.clock import Clock, SystemClock
+from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.collect.kernel import KernelLog, kernel_log_for
 from slurm_hooks.config import Config
+from slurm_hooks.core.clock import Clock, SystemClock
+from slurm_hooks.core.hooklog import Log
 from slurm_hooks.deliver.outbox import Outbox
 from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
 from slurm_hooks.facts.host import node_name
-from slurm_hooks.hooklog import Log
-from slurm_hooks.metrics import Metrics
+from slurm_hooks.hooks.metrics import Metrics
 from slurm_hooks.slurm.backend import open_slurm
 from slurm_hooks.slurm.client import Slurm
-from slurm_hooks.spool import Spool
 
 Diagnose = Callable[[Path, Config], dict[str, Any]]  # bundle dir, config (rule files, limits) -> diagnosis
 

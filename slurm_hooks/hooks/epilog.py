@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_hooks.config import Config
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
+from slurm_hooks.hooks.metrics import hook_recorder
 from slurm_hooks.hooks.state import job_id_from_env, read_job_facts, remove_job_state
-from slurm_hooks.job import JobContext
-from slurm_hooks.metrics import hook_recorder
+from slurm_hooks.slurm.job import JobContext
 
 if TYPE_CHECKING:  # the heavy parts are imported inside main's body, once the guard is up
     from slurm_hooks.hooks.deps import EpilogDeps
-    from slurm_hooks.job import JobView
+    from slurm_hooks.slurm.job import JobView
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
@@ -80,9 +80,9 @@ def collect_node_part(
     A part that cannot be written (disk full, a planted link) is logged; the rest goes on, and
     the marker is still set so that the annotator does not wait for it in vain.
     """
-    from slurm_hooks.clock import utc_now
     from slurm_hooks.collect.job_logs import copy_job_logs, log_paths
     from slurm_hooks.collect.node_part import job_window, write_node_part
+    from slurm_hooks.core.clock import utc_now
 
     kernel_from, logs = "", []
     try:

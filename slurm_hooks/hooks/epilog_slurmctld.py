@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from slurm_hooks.config import Config
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
+from slurm_hooks.hooks.metrics import hook_recorder
 from slurm_hooks.hooks.state import job_id_from_env
-from slurm_hooks.job import JobContext
-from slurm_hooks.metrics import hook_recorder
+from slurm_hooks.slurm.job import JobContext
 
 if TYPE_CHECKING:
     from slurm_hooks.hooks.deps import EpilogDeps

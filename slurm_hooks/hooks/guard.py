@@ -9,8 +9,8 @@ from collections.abc import Callable
 from types import FrameType
 
 from slurm_hooks.config import Config, hook_config
-from slurm_hooks.hooklog import HookLog, Log
-from slurm_hooks.proc import kill_all
+from slurm_hooks.core.hooklog import HookLog, Log
+from slurm_hooks.core.proc import kill_all
 
 
 def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, Log]:

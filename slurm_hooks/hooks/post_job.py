@@ -7,15 +7,15 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from slurm_hooks.clock import utc_now
 from slurm_hooks.collect.node_part import write_job_json
 from slurm_hooks.config import Config
+from slurm_hooks.core.clock import utc_now
 from slurm_hooks.deliver.annotate import deliver_backlog, deliver_waiting
 from slurm_hooks.deliver.outbox import OutboxEntry
 from slurm_hooks.hooks.deps import EpilogDeps
-from slurm_hooks.job import JobContext, JobView
 from slurm_hooks.slurm.annotation import encode
 from slurm_hooks.slurm.client import JobRecord, SlurmError
+from slurm_hooks.slurm.job import JobContext, JobView
 
 MISSING_NAMED = 8  # missing nodes named in `skipped`; the log's `missing_nodes` has them all
 ACCOUNTING_WAIT_S = 6.0  # how long the annotator retries its own job's not-yet-in-accounting record

@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from slurm_hooks.core.layout import is_number
 from slurm_hooks.facts import collect_facts
 from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
 from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
+from slurm_hooks.hooks.metrics import hook_recorder
 from slurm_hooks.hooks.state import job_id_from_env, write_job_state
-from slurm_hooks.layout import is_number
-from slurm_hooks.metrics import hook_recorder
 
 if TYPE_CHECKING:
     from slurm_hooks.config import Config
-    from slurm_hooks.hooklog import Log
+    from slurm_hooks.core.hooklog import Log
 
 
 def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:

@@ -12,9 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from slurm_hooks.jobenv import export_lines
-from slurm_hooks.layout import is_number, job_dir, job_path
-from slurm_hooks.safeio import atomic_write
+from slurm_hooks.core.layout import is_number, job_dir, job_path
+from slurm_hooks.core.safeio import atomic_write
+from slurm_hooks.hooks.jobenv import export_lines
 
 
 def job_id_from_env(env: Mapping[str, str]) -> str | None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from slurm_hooks.core.layout import DEFAULT_STATE_DIR, job_dir
 from slurm_hooks.hooks.state import job_id_from_env
-from slurm_hooks.layout import DEFAULT_STATE_DIR, job_dir
 
 # The config's default path, spelt out: importing the config module (and PyYAML to read the file)
 # would cost this per-task command ~40% more start-up (bench/hook_startup.py). A test keeps it

@@ -1,4 +1,4 @@
-"""`slurm-hooks report`'s options (kept apart from cli.py; imports only the view names)."""
+"""`slurm-hooks report`'s options (kept apart from cli/__init__.py; imports only the view names)."""
 
 from __future__ import annotations
 

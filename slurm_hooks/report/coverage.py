@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.job import OPT_OUT
+from slurm_hooks.slurm.job import OPT_OUT
 
 REASONS = (
     "opted_out",

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Protocol
 
-from slurm_hooks.proc import TOOL_ENV, kill_group
+from slurm_hooks.core.proc import TOOL_ENV, kill_group
 from slurm_hooks.slurm.client import SEP, AccountingRow, SlurmError
 
 FIELDS = (

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from slurm_hooks.proc import TOOL_ENV, run_bounded
+from slurm_hooks.core.proc import TOOL_ENV, run_bounded
 from slurm_hooks.slurm.pyslurm_matrix import TAGS, major_minor, matching_tag, slurm_line
 
 if TYPE_CHECKING:
     from slurm_hooks.config import Config
-    from slurm_hooks.hooklog import Log
+    from slurm_hooks.core.hooklog import Log
     from slurm_hooks.slurm.client import Slurm
 
 
@@ -84,7 +84,7 @@ def select(config: Config) -> Choice:
 
 def open_slurm(config: Config, log: Log | None = None, choice: Choice | None = None) -> Slurm:
     """The Slurm client for this run, and one log line saying which and why (a warning on fallback)."""
-    from slurm_hooks.hooklog import HookLog
+    from slurm_hooks.core.hooklog import HookLog
     from slurm_hooks.slurm.cli_backend import SlurmCli
 
     log = log or HookLog(config.log_file, "slurm-hooks")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
-from slurm_hooks.proc import kill_group, killed_on_hook_exit
+from slurm_hooks.core.proc import kill_group, killed_on_hook_exit
 from slurm_hooks.slurm.client import SlurmError
 
 T = TypeVar("T")

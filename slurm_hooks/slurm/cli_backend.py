@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import IO, Protocol
 
-from slurm_hooks.layout import is_number
-from slurm_hooks.proc import TOOL_ENV, run_bounded
+from slurm_hooks.core.layout import is_number
+from slurm_hooks.core.proc import TOOL_ENV, run_bounded
 from slurm_hooks.slurm.client import (
     NOT_IN_ACCOUNTING,
     AccountingRow,

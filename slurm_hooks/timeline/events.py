@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from slurm_hooks.bundle import Bundle, BundleFile
+from slurm_hooks.core.times import parse_iso, zone_named
 from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.hits import FamilyCap, capped_hits
@@ -14,7 +15,6 @@ from slurm_hooks.timeline.noise import printable, segments, strip_ansi
 from slurm_hooks.timeline.prefixes import Prefixed, inherit, strip_prefixes
 from slurm_hooks.timeline.scan import Hit, Scanner
 from slurm_hooks.timeline.untimed import place_untimed
-from slurm_hooks.times import parse_iso, zone_named
 
 TEXT_CHARS = 400
 

@@ -1,7 +1,7 @@
 """The `slurm-hooks` subcommands that work on this node's spool: `flush` its outbox to accounting,
 `decode` an annotation record back into fields, `collect` a job's bundle for support.
 
-Like cli.py, imports deferred to the call.
+Like cli/__init__.py, imports deferred to the call.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ import sys
 from pathlib import Path
 
 from slurm_hooks.cli import cli_config
-from slurm_hooks.layout import is_number
+from slurm_hooks.core.layout import is_number
 
 
 def flush_command(args: argparse.Namespace) -> int:
-    from slurm_hooks.clock import SystemClock
+    from slurm_hooks.core.clock import SystemClock
+    from slurm_hooks.core.hooklog import HookLog
     from slurm_hooks.deliver.annotate import deliver_backlog
     from slurm_hooks.deliver.outbox import Outbox
-    from slurm_hooks.hooklog import HookLog
     from slurm_hooks.hooks.deps import slurm_client
-    from slurm_hooks.metrics import Metrics
+    from slurm_hooks.hooks.metrics import Metrics
 
     config, clock = cli_config(args.config), SystemClock()
     started = clock.monotonic()
@@ -71,7 +71,7 @@ def decode_command(args: argparse.Namespace) -> int:
 def collect_command(args: argparse.Namespace) -> int:
     import tarfile
 
-    from slurm_hooks.spool import Spool
+    from slurm_hooks.bundle.spool import Spool
 
     config = cli_config(args.config)
     if not is_number(args.job_id):

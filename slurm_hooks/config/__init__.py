@@ -5,7 +5,7 @@ all defaults; a file that exists but is wrong is an error. The hooks then fail s
 the last configuration that loaded (a copy kept beside the JSON cache), else the defaults in
 `annotation.mode: shadow`, so a typo never makes a site annotate jobs it chose not to.
 
-Parsing and validating the YAML is configparse.py's, imported only when the cache below misses.
+Parsing and validating the YAML is config/parse.py's, imported only when the cache below misses.
 
 NamedTuples, not dataclasses: every job start imports this module, and `dataclasses` (with inspect,
 ast, dis) plus the classes cost ~13 ms (bench/prolog_imports.py). Copy with `config._replace(k=v)`.
@@ -16,12 +16,12 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
-from slurm_hooks.layout import DEFAULT_SPOOL_DIR, DEFAULT_STATE_DIR
-from slurm_hooks.safeio import atomic_write, read_small
+from slurm_hooks.core.layout import DEFAULT_SPOOL_DIR, DEFAULT_STATE_DIR
+from slurm_hooks.core.safeio import atomic_write, read_small
 
 DEFAULT_PATH = "/etc/slurm-hooks/config.yaml"
 CACHE_DIR = DEFAULT_STATE_DIR
-_PARSER_FILE = os.path.join(os.path.dirname(__file__), "configparse.py")  # its mtime is in the cache key
+_PARSER_FILE = os.path.join(os.path.dirname(__file__), "parse.py")  # its mtime is in the cache key
 
 
 class ConfigError(ValueError):
@@ -202,7 +202,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
             return _from_dict(cached["config"])
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no cache, or a stale or damaged one: parse the file
-    from slurm_hooks.configparse import parse_config  # deferred: a cached config needs neither it nor PyYAML
+    from slurm_hooks.config.parse import parse_config  # deferred: a cached config needs neither it nor PyYAML
 
     try:
         with open(path, encoding="utf-8") as fh:

@@ -33,7 +33,7 @@ def _diagnose(args: argparse.Namespace) -> int:
 
     from slurm_hooks.bundle import BundleError, open_bundle
     from slurm_hooks.diagnose import diagnose
-    from slurm_hooks.render import to_text
+    from slurm_hooks.diagnose.render import to_text
     from slurm_hooks.rules import RulePackError, load_rule_pack
 
     config = cli_config(args.config, strict=not args.no_site_rules)  # broken: an error, unless its rules are skipped
@@ -55,9 +55,9 @@ def _diagnose(args: argparse.Namespace) -> int:
 def _facts(args: argparse.Namespace) -> int:
     import json
 
+    from slurm_hooks.diagnose.render import facts_text
     from slurm_hooks.facts import collect_facts
     from slurm_hooks.facts.gpu import NvmlQuery
-    from slurm_hooks.render import facts_text
 
     config = cli_config(args.config, strict=False)
     if args.host_root:
@@ -108,7 +108,7 @@ def _kmsg_follow(args: argparse.Namespace) -> int:
     import os
 
     from slurm_hooks.collect.kmsg_follow import main
-    from slurm_hooks.hooklog import HookLog
+    from slurm_hooks.core.hooklog import HookLog
 
     output = args.output or cli_config(args.config).kernel_log_file
     if not output:
@@ -119,7 +119,7 @@ def _kmsg_follow(args: argparse.Namespace) -> int:
 
 
 def _install_hooks(args: argparse.Namespace) -> int:
-    from slurm_hooks.install import install_hooks
+    from slurm_hooks.hooks.install import install_hooks
 
     config = cli_config(args.config)
     for path in install_hooks(Path(args.dest), args.python or sys.executable, config, args.config):
@@ -131,7 +131,7 @@ HOOKS = "prolog", "task-prolog", "epilog", "epilog-slurmctld"  # what slurm.conf
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from slurm_hooks.clispool import collect_command, decode_command, flush_command
+    from slurm_hooks.cli.spool import collect_command, decode_command, flush_command
     from slurm_hooks.report.args import add_report_arguments
 
     parser = argparse.ArgumentParser(

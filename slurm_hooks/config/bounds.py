@@ -1,4 +1,4 @@
-"""The bounds of every config value, checked once configparse.py has the types right.
+"""The bounds of every config value, checked once config/parse.py has the types right.
 
 Each value class has its rule: budgets are finite seconds in (0, 3600] and the annotator's wait fits
 inside the Epilog's; counts and sizes are whole numbers from 1 up; directories and files are absolute

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from slurm_hooks.layout import is_number
+from slurm_hooks.core.layout import is_number
 from slurm_hooks.slurm.client import JobRecord
 
 OPT_OUT = "slurm-hooks=off"  # in the job's --comment: no evidence, no diagnosis, no annotation

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from slurm_hooks.hooklog import Log
+    from slurm_hooks.core.hooklog import Log
 
 HOOKS = ("prolog", "epilog", "epilog_slurmctld", "flush")
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

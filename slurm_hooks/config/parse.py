@@ -1,6 +1,6 @@
 """The config file's YAML text -> a validated Config; errors name the file, the key and what was expected.
 
-Apart from config.py because only a changed file needs it: load_config answers from its cache without
+Apart from config/__init__.py because only a changed file needs it: load_config answers from its cache without
 importing this module (or PyYAML), and every job start's Prolog loads the config.
 """
 
@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from slurm_hooks.config import SECTIONS, Config, ConfigError, NcoreSource, Record, Report
-from slurm_hooks.configbounds import check_bounds
+from slurm_hooks.config.bounds import check_bounds
 
 _CHOICES = {
     "annotation.field": ("admin_comment", "comment"),

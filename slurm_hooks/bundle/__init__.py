@@ -18,10 +18,10 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from slurm_hooks.bundle.nodefacts import NodeFacts
 from slurm_hooks.config import Limits
-from slurm_hooks.nodefacts import NodeFacts
-from slurm_hooks.nofollow import open_at, opened_dir
-from slurm_hooks.times import parse_iso, zone_named
+from slurm_hooks.core.nofollow import open_at, opened_dir
+from slurm_hooks.core.times import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours
 DEFAULT_LIMITS = Limits()
@@ -241,7 +241,7 @@ def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
 def open_bundle(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Bundle]:
     """A bundle from a directory, or from a .tar.gz extracted (bounded) into a private directory
     that is removed on every way out; one a killed run left behind is removed by the next run."""
-    from slurm_hooks.tarbundle import TarballError, extracted
+    from slurm_hooks.bundle.tarball import TarballError, extracted
 
     if path.is_dir():
         yield load_bundle(path, limits)

@@ -6,7 +6,7 @@
 <spool_dir>/outbox/                annotations not yet in accounting (deliver/outbox.py)
 
 Every file is written atomically, so 32 epilogs at once leave no half-written file behind, and
-every path component below the spool root is opened without following links (nofollow.py): a
+every path component below the spool root is opened without following links (core/nofollow.py): a
 link planted at `jobs/<id>` is refused, never written through.
 """
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from slurm_hooks.layout import job_dir
-from slurm_hooks.nofollow import opened_dir, read_at, write_at
+from slurm_hooks.core.layout import job_dir
+from slurm_hooks.core.nofollow import opened_dir, read_at, write_at
 
 
 @dataclass
