@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slurm_hooks.bundle import load_bundle
-from slurm_hooks.timeline.events import build_timeline
+from slurm_hooks.timeline.build import build_timeline
 from slurm_hooks.timeline.progress import progress_after
 from slurm_hooks.timeline.scan import PythonScanner
 from tests.conftest import write_bundle

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose.ranks import build_rank_map, expand_tasks
-from slurm_hooks.timeline.events import build_timeline
+from slurm_hooks.timeline.build import build_timeline
 from slurm_hooks.timeline.scan import PythonScanner
 from tests.conftest import write_bundle
 

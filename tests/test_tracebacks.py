@@ -157,7 +157,7 @@ def test_a_site_that_disables_the_grammar_turns_the_label_off(tmp_path: Path) ->
 def test_a_log_replaced_by_a_link_after_the_scan_is_refused_and_said(tmp_path: Path, pack) -> None:
     from slurm_hooks.diagnose.exceptions import terminal_exceptions
     from slurm_hooks.diagnose.ranks import build_rank_map
-    from slurm_hooks.timeline.events import build_timeline
+    from slurm_hooks.timeline.build import build_timeline
     from slurm_hooks.timeline.scan import default_scanner
 
     path = _copy("b36-exc-address-in-use", tmp_path)

@@ -18,6 +18,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from slurm_hooks.bundle.layout import PARTS
 from slurm_hooks.bundle.nodefacts import NodeFacts
 from slurm_hooks.config import Limits
 from slurm_hooks.core.nofollow import open_at, opened_dir
@@ -25,7 +26,6 @@ from slurm_hooks.core.times import parse_iso, zone_named
 
 MAX_JSON_BYTES = 1 << 20  # job.json and node facts are small; a larger one is not ours
 DEFAULT_LIMITS = Limits()
-PARTS = ("logs", "nodes", "kernel", "flight")  # in this order against the size cap: the job's own logs come first
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][\w.-]{0,254}$")
 _NO_KERNEL = "its segfault, Xid and OOM lines are missing (no journal: slurm-hooks kmsg-follow, kernel_log_file)"
 

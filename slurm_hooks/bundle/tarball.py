@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from slurm_hooks.bundle import PARTS
+from slurm_hooks.bundle.layout import PARTS
 from slurm_hooks.config import Limits
 
 PREFIX = "slurm-hooks-bundle-"

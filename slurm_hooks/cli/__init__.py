@@ -9,23 +9,8 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from slurm_hooks.config import Config
-
-
-def cli_config(path: str | None = None, strict: bool = True) -> Config:
-    """The configuration; a bad one is said in one line, then fatal (exit 2) or replaced by defaults."""
-    from slurm_hooks.config import Config, ConfigError, load_config
-
-    try:
-        return load_config(Path(path) if path else None)
-    except ConfigError as exc:
-        print(f"slurm-hooks: {exc}" + ("" if strict else "; using defaults"), file=sys.stderr)
-        if strict:
-            raise SystemExit(2) from None
-        return Config()
+from slurm_hooks.cli.config import cli_config
 
 
 def _diagnose(args: argparse.Namespace) -> int:

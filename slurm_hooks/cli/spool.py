@@ -1,7 +1,7 @@
 """The `slurm-hooks` subcommands that work on this node's spool: `flush` its outbox to accounting,
 `decode` an annotation record back into fields, `collect` a job's bundle for support.
 
-Like cli/__init__.py, imports deferred to the call.
+Like the parser's (the package's `__init__`), imports deferred to the call.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from slurm_hooks.cli import cli_config
+from slurm_hooks.cli.config import cli_config
 from slurm_hooks.core.layout import is_number
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 
-from slurm_hooks.config import Config, ConfigError
+from slurm_hooks.config.records import Config, ConfigError
 
 BUDGET_MAX_S = 3600.0  # above PrologEpilogTimeout's useful range; setitimer overflows on 1e300
 # (inner, outer): the annotator's wait must leave its Epilog time to diagnose and annotate. A single

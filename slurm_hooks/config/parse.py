@@ -1,7 +1,7 @@
 """The config file's YAML text -> a validated Config; errors name the file, the key and what was expected.
 
-Apart from config/__init__.py because only a changed file needs it: load_config answers from its cache without
-importing this module (or PyYAML), and every job start's Prolog loads the config.
+Apart from the package's loader because only a changed file needs it: load_config answers from its
+cache without importing this module (or PyYAML), and every job start's Prolog loads the config.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from slurm_hooks.config import SECTIONS, Config, ConfigError, NcoreSource, Record, Report
 from slurm_hooks.config.bounds import check_bounds
+from slurm_hooks.config.records import SECTIONS, Config, ConfigError, NcoreSource, Record, Report
 
 _CHOICES = {
     "annotation.field": ("admin_comment", "comment"),

@@ -12,7 +12,7 @@ from slurm_hooks.bundle import Bundle
 from slurm_hooks.diagnose.classify import classify
 from slurm_hooks.diagnose.result import LABELS, Diagnosis
 from slurm_hooks.rules import RulePack
-from slurm_hooks.timeline.events import build_timeline
+from slurm_hooks.timeline.build import build_timeline
 from slurm_hooks.timeline.scan import Scanner, default_scanner
 
 __all__ = ["LABELS", "Diagnosis", "diagnose"]

@@ -46,5 +46,5 @@ def correct(events: list[Event], offsets: dict[str, timedelta]) -> list[Event]:
             ev.lo = ev.lo - shift if ev.lo else None
             ev.hi = ev.hi - shift if ev.hi else None
     sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in events))}
-    floor = datetime.min.replace(tzinfo=timezone.utc)  # the timeline's own order (timeline/events.py)
+    floor = datetime.min.replace(tzinfo=timezone.utc)  # the timeline's own order (timeline/build.py)
     return sorted(events, key=lambda e: (e.when or floor, sources[e.source], e.line_no))

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from slurm_hooks.bundle import BundleFile
 from slurm_hooks.timeline.clocks import ClockContext, log_time
+from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.longlines import decode
 from slurm_hooks.timeline.prefixes import strip_prefixes
 from slurm_hooks.timeline.scan import MAX_LINE, Hit, line_terminator
-
-if TYPE_CHECKING:
-    from slurm_hooks.timeline.events import Event
 
 MAX_PLACED = 500  # untimed lines placed between their neighbours, per file
 NEIGHBOUR_WINDOW = 1 << 16  # bytes searched each way for a neighbour's timestamp
