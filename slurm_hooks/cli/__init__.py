@@ -40,9 +40,9 @@ def _diagnose(args: argparse.Namespace) -> int:
 def _facts(args: argparse.Namespace) -> int:
     import json
 
-    from slurm_hooks.diagnose.render import facts_text
     from slurm_hooks.facts import collect_facts
     from slurm_hooks.facts.gpu import NvmlQuery
+    from slurm_hooks.facts.render import facts_text
 
     config = cli_config(args.config, strict=False)
     if args.host_root:

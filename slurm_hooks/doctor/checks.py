@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_hooks.config import Config, ConfigError, config_path, hook_config, load_config
-from slurm_hooks.diagnose.render import as_text
 from slurm_hooks.facts.gpu import GpuQuery, GpuQueryError
+from slurm_hooks.facts.render import as_text
 from slurm_hooks.hooks.metrics import outbox_gauges
 
 Runner = Callable[[Sequence[str], float], "subprocess.CompletedProcess[bytes]"]
