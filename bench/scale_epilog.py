@@ -20,7 +20,7 @@ from slurm_hooks.config import Config
 from slurm_hooks.core.clock import SystemClock
 from slurm_hooks.deliver.outbox import Outbox
 from slurm_hooks.hooks.deps import EpilogDeps
-from slurm_hooks.hooks.post_job import annotate_job
+from slurm_hooks.hooks.post_job import PostJobRun, annotate_job
 from slurm_hooks.slurm.annotation import decode
 from slurm_hooks.slurm.client import JobRecord
 from slurm_hooks.slurm.job import JobContext, JobView
@@ -94,7 +94,7 @@ def synthetic_spool(where: Path, bundle: Path) -> dict[str, Any]:
     for node, facts, kernel in _parts(bundle, view.nodes):
         _write_part(config.spool_dir, job_id, node, facts, kernel)
     t0 = time.perf_counter()
-    annotate_job(ctx, config, deps, view, facts=None)
+    annotate_job(PostJobRun(ctx, config, deps, view, started=deps.clock.monotonic()), facts=None)
     return _answer(deps, job_id, config, time.perf_counter() - t0, parts=len(view.nodes))
 
 
@@ -108,7 +108,7 @@ def concurrent_writers(where: Path, bundle: Path) -> dict[str, Any]:
     for w in writers:
         w.start()
     started = time.perf_counter() - t0
-    annotate_job(ctx, config, deps, view, facts=None)
+    annotate_job(PostJobRun(ctx, config, deps, view, started=deps.clock.monotonic()), facts=None)
     total = time.perf_counter() - t0
     for w in writers:
         w.join()

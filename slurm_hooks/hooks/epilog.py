@@ -19,7 +19,7 @@ from slurm_hooks.slurm.job import JobContext
 
 if TYPE_CHECKING:  # the heavy parts are imported inside main's body, once the guard is up
     from slurm_hooks.hooks.deps import EpilogDeps
-    from slurm_hooks.slurm.job import JobView
+    from slurm_hooks.hooks.post_job import PostJobRun
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
@@ -48,33 +48,30 @@ def main(env: Mapping[str, str] | None = None) -> int:
 def run_epilog(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
     """Collect this node's part -> (lead only) wait, merge, diagnose -> annotate or queue."""
     from slurm_hooks.facts import collect_facts
-    from slurm_hooks.hooks.post_job import annotate_job, flush_backlog, look_up_job, reserve_outbox_entry
+    from slurm_hooks.hooks.post_job import PostJobRun, annotate_job, flush_backlog, reserve_outbox_entry
 
     if ctx.opted_out:
         deps.log.info("opted_out")
         return
-    started = deps.clock.monotonic()
-    job = look_up_job(ctx, deps, this_node=deps.node)
-    on_lead = deps.node == job.lead
+    run = PostJobRun.start(ctx, config, deps, this_node=deps.node)
+    on_lead = deps.node == run.job.lead
     annotating = on_lead and config.annotator == "epilog"
     if annotating:
-        reserve_outbox_entry(ctx, deps)
+        reserve_outbox_entry(run)
     facts = read_job_facts(config.state_dir, ctx.job_id) or collect_facts(config, deps.gpu)
-    collect_node_part(ctx, config, deps, job, facts, with_job_logs=on_lead)
+    collect_node_part(run, facts, with_job_logs=on_lead)
     if annotating:
-        annotate_job(ctx, config, deps, job, facts)
-    flush_backlog(config, deps, started)
+        annotate_job(run, facts)
+    flush_backlog(run)
     if config.annotator == "epilog_slurmctld":  # the controller's hook merges, as SlurmUser
         try:
             deps.spool.hand_over(ctx.job_id)
         except OSError as exc:
             deps.log.error("spool_not_handed_over", error=str(exc))
-    deps.log.info("epilog_done", elapsed_s=round(deps.clock.monotonic() - started, 3))
+    deps.log.info("epilog_done", elapsed_s=round(deps.clock.monotonic() - run.started, 3))
 
 
-def collect_node_part(
-    ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any], with_job_logs: bool
-) -> None:
+def collect_node_part(run: PostJobRun, facts: dict[str, Any], with_job_logs: bool) -> None:
     """Facts, kernel lines and (on the lead) the job's logs into the spool, then this node's marker.
 
     A part that cannot be written (disk full, a planted link) is logged; the rest goes on, and
@@ -84,6 +81,7 @@ def collect_node_part(
     from slurm_hooks.collect.node_part import job_window, write_node_part
     from slurm_hooks.core.clock import utc_now
 
+    ctx, config, deps, job = run.ctx, run.config, run.deps, run.job
     kernel_from, logs = "", []
     try:
         deps.spool.bundle_dir(ctx.job_id)
@@ -104,7 +102,7 @@ def collect_node_part(
     except OSError as exc:
         deps.log.error("evidence_not_written", error=str(exc))
     if config.flight_recorder.mode == "on":
-        collect_flight_part(ctx, config, deps)
+        collect_flight_part(run)
     try:
         deps.spool.mark_part_done(ctx.job_id, deps.node, deps.clock.time())
     except OSError as exc:
@@ -112,10 +110,11 @@ def collect_node_part(
     deps.log.info("evidence_collected", node=deps.node, kernel_from=kernel_from, logs=logs)
 
 
-def collect_flight_part(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
+def collect_flight_part(run: PostJobRun) -> None:
     """This node's flight-recorder digest into the bundle, before the part marker (docs/flight-recorder.md)."""
     from slurm_hooks.flight.collect import collect_flight
 
+    ctx, config, deps = run.ctx, run.config, run.deps
     try:
         outcome = collect_flight(deps.spool, ctx.job_id, deps.node, ctx.uid, ctx.gid, config, deps.clock.time())
         deps.log.info("flight_recorder_read", outcome=outcome)

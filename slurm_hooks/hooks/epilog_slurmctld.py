@@ -42,13 +42,12 @@ def main(env: Mapping[str, str] | None = None) -> int:
 
 def run_epilog_slurmctld(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
     """Reserve the job's outbox entry -> wait, merge, diagnose -> annotate or queue -> flush."""
-    from slurm_hooks.hooks.post_job import annotate_job, flush_backlog, look_up_job, reserve_outbox_entry
+    from slurm_hooks.hooks.post_job import PostJobRun, annotate_job, flush_backlog, reserve_outbox_entry
 
     if ctx.opted_out:
         deps.log.info("opted_out")
         return
-    started = deps.clock.monotonic()
-    job = look_up_job(ctx, deps, this_node=None)  # the controller is none of the job's nodes
-    reserve_outbox_entry(ctx, deps)
-    annotate_job(ctx, config, deps, job, facts=None)
-    flush_backlog(config, deps, started)
+    run = PostJobRun.start(ctx, config, deps, this_node=None)  # the controller is none of the job's nodes
+    reserve_outbox_entry(run)
+    annotate_job(run, facts=None)
+    flush_backlog(run)

@@ -1,10 +1,15 @@
 """The steps both post-job hooks share: find the job's nodes and lead; on the annotator, wait
-for every node's part, merge, diagnose, then annotate or queue; flush the backlog; prune."""
+for every node's part, merge, diagnose, then annotate or queue; flush the backlog; prune.
+
+Each step is a function of one `PostJobRun` (the job, the configuration, what the run works with,
+slurmctld's view of the job, when the run started), so the steps cannot drift apart in what
+they are handed, and a new one needs no new argument list.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from slurm_hooks.collect.node_part import write_job_json
@@ -20,6 +25,27 @@ from slurm_hooks.slurm.job import JobContext, JobView
 MISSING_NAMED = 8  # missing nodes named in `skipped`; the log's `missing_nodes` has them all
 ACCOUNTING_WAIT_S = 6.0  # how long the annotator retries its own job's not-yet-in-accounting record
 DERIVED_SETTLE_S = 3.0  # how long a masked crash waits for slurmctld to hear of its step's end
+
+
+@dataclass(frozen=True)
+class PostJobRun:
+    """One run of a post-job hook (the Epilog on one node, or the EpilogSlurmctld) for one job."""
+
+    ctx: JobContext  # what Slurm's environment says
+    config: Config
+    deps: EpilogDeps  # every side effect
+    job: JobView  # slurmctld's record, the job's nodes and its lead
+    started: float  # deps.clock.monotonic() when the run began: the backlog gets what is left
+
+    @classmethod
+    def start(cls, ctx: JobContext, config: Config, deps: EpilogDeps, this_node: str | None) -> PostJobRun:
+        """The clock started, then the job looked up (`this_node`: see `look_up_job`)."""
+        started = deps.clock.monotonic()
+        return cls(ctx, config, deps, look_up_job(ctx, deps, this_node), started)
+
+    @property
+    def job_id(self) -> str:
+        return self.ctx.job_id
 
 
 def look_up_job(ctx: JobContext, deps: EpilogDeps, this_node: str | None) -> JobView:
@@ -49,28 +75,28 @@ def hostnames_of(deps: EpilogDeps, node_list: str) -> list[str]:
         return [node_list] if "[" not in node_list and "," not in node_list else []
 
 
-def reserve_outbox_entry(ctx: JobContext, deps: EpilogDeps) -> None:
+def reserve_outbox_entry(run: PostJobRun) -> None:
     """Before the bundle, which is larger: on a filling disk the annotation still fits."""
     try:
-        deps.outbox.reserve(ctx.job_id, deps.clock.time())
+        run.deps.outbox.reserve(run.job_id, run.deps.clock.time())
     except OSError as exc:
-        deps.log.error("outbox_reserve_failed", error=str(exc))
+        run.deps.log.error("outbox_reserve_failed", error=str(exc))
 
 
-def annotate_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any] | None) -> None:
+def annotate_job(run: PostJobRun, facts: dict[str, Any] | None) -> None:
     """Wait (bounded) for every node's part, diagnose the merged bundle, annotate or queue.
 
     The caller reserved the job's outbox entry before any bundle was written (a full disk still
     takes the record); `facts` None means: the lead's, from the spool, once its part is there.
     """
-    log = deps.log
-    missing = wait_for_parts(ctx.job_id, job.nodes, config.budgets.merge_wait_s, deps)
+    ctx, config, deps, job, log = run.ctx, run.config, run.deps, run.job, run.deps.log
+    missing = wait_for_parts(run)
     if facts is None:
-        facts = lead_facts(ctx.job_id, job.lead, deps)
-    record_job(ctx, config, deps, job, facts)
-    diagnosis = analyse(ctx.job_id, config, deps, missing)
+        facts = lead_facts(run)
+    record_job(run, facts)
+    diagnosis = analyse(run, missing)
     if masks_a_crash(diagnosis):
-        diagnosis = settle_derived_exit(ctx, config, deps, job, facts, missing) or diagnosis
+        diagnosis = settle_derived_exit(run, facts, missing) or diagnosis
     label = diagnosis.get("label")
     log.info(
         "diagnosed",
@@ -97,12 +123,13 @@ def annotate_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView
         queued_at=deps.clock.time(),
         record=encode(diagnosis, ctx.exit_code or job.record.exit_code, job.record.state),
     )
-    annotate_or_queue(entry, deps, wait_s=min(ACCOUNTING_WAIT_S, config.budgets.epilog_s / 4))
+    annotate_or_queue(run, entry)
 
 
-def annotate_or_queue(entry: OutboxEntry, deps: EpilogDeps, wait_s: float) -> None:
+def annotate_or_queue(run: PostJobRun, entry: OutboxEntry) -> None:
     """Queue first (nothing is lost if the hook dies), then deliver it now. When the disk is full
     the record stays in memory for this run: lost only if the direct delivery fails too."""
+    deps, wait_s = run.deps, min(ACCOUNTING_WAIT_S, run.config.budgets.epilog_s / 4)
     try:
         deps.outbox.put(entry)
         queued = True
@@ -121,11 +148,11 @@ def annotate_or_queue(entry: OutboxEntry, deps: EpilogDeps, wait_s: float) -> No
         )
 
 
-def record_job(ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any]) -> None:
+def record_job(run: PostJobRun, facts: dict[str, Any]) -> None:
     try:
-        write_job_json(deps.spool, ctx, job, facts, config.log_timezone, utc_now(deps.clock))
+        write_job_json(run.deps.spool, run.ctx, run.job, facts, run.config.log_timezone, utc_now(run.deps.clock))
     except OSError as exc:
-        deps.log.error("job_json_not_written", error=str(exc))
+        run.deps.log.error("job_json_not_written", error=str(exc))
 
 
 def masks_a_crash(diagnosis: dict[str, Any]) -> bool:
@@ -134,61 +161,64 @@ def masks_a_crash(diagnosis: dict[str, Any]) -> bool:
     return diagnosis.get("label") == "success" and isinstance(details, dict) and bool(details.get("ignored_events"))
 
 
-def settle_derived_exit(
-    ctx: JobContext, config: Config, deps: EpilogDeps, job: JobView, facts: dict[str, Any], missing: list[str]
-) -> dict[str, Any] | None:
+def settle_derived_exit(run: PostJobRun, facts: dict[str, Any], missing: list[str]) -> dict[str, Any] | None:
     """A COMPLETED job whose step crashed, seen before slurmctld heard of that step's end: the
     derived exit code (the highest of the steps') is still 0:0 in the hook's environment and the
     record, so the crash reads as masked. slurmstepd reports a step's end apart from srun's exit,
     and under load the batch script can end first (seen on the 24.11 lane: SLURM_JOB_DERIVED_EC 0
     for a job whose `srun` step segfaulted; accounting showed 0:11 later). Ask again, bounded;
     the new diagnosis when the code settled to a failure, else None."""
-    deadline = deps.clock.monotonic() + min(DERIVED_SETTLE_S, config.budgets.epilog_s / 10)
+    deps = run.deps
+    deadline = deps.clock.monotonic() + min(DERIVED_SETTLE_S, run.config.budgets.epilog_s / 10)
     while deps.clock.monotonic() < deadline:
         deps.clock.sleep(0.5)
         try:
-            record = deps.slurm.job(ctx.job_id)
+            record = deps.slurm.job(run.job_id)
         except SlurmError:
             return None
         if record.derived_exit_code not in ("", "0:0"):
             deps.log.info("derived_exit_settled", derived_exit_code=record.derived_exit_code)
-            settled = replace(ctx, derived_exit_code=record.derived_exit_code)
-            record_job(settled, config, deps, replace(job, record=record), facts)
-            return analyse(ctx.job_id, config, deps, missing)
+            ctx = replace(run.ctx, derived_exit_code=record.derived_exit_code)
+            settled = replace(run, ctx=ctx, job=replace(run.job, record=record))
+            record_job(settled, facts)
+            return analyse(settled, missing)
     return None
 
 
-def wait_for_parts(job_id: str, nodes: tuple[str, ...], wait_s: float, deps: EpilogDeps) -> list[str]:
-    """Wait up to `wait_s` for every node's part; the nodes still missing then.
+def wait_for_parts(run: PostJobRun) -> list[str]:
+    """Wait up to `budgets.merge_wait_s` for every node's part; the nodes still missing then.
 
     One directory listing per poll, whatever the job's size (1,152 parts are one listdir).
     """
-    deadline = deps.clock.monotonic() + wait_s
-    wanted = set(nodes)
-    missing = wanted - deps.spool.parts_done(job_id)
+    deps = run.deps
+    deadline = deps.clock.monotonic() + run.config.budgets.merge_wait_s
+    wanted = set(run.job.nodes)
+    missing = wanted - deps.spool.parts_done(run.job_id)
     while missing and deps.clock.monotonic() < deadline:
         deps.clock.sleep(0.2)
-        missing = wanted - deps.spool.parts_done(job_id)
+        missing = wanted - deps.spool.parts_done(run.job_id)
     return sorted(missing)
 
 
-def lead_facts(job_id: str, lead: str, deps: EpilogDeps) -> dict[str, Any]:
+def lead_facts(run: PostJobRun) -> dict[str, Any]:
+    """The lead node's facts, from its part in the spool (the EpilogSlurmctld has none of its own)."""
     try:
-        doc = json.loads(deps.spool.read(job_id, f"bundle/nodes/{lead}.json"))
+        doc = json.loads(run.deps.spool.read(run.job_id, f"bundle/nodes/{run.job.lead}.json"))
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
 
 
-def analyse(job_id: str, config: Config, deps: EpilogDeps, missing: list[str]) -> dict[str, Any]:
+def analyse(run: PostJobRun, missing: list[str]) -> dict[str, Any]:
     """The analysis stage on the merged bundle. If it raises, the job is still annotated
     (`unknown`, with the reason in the log): no annotation must always mean "not processed"."""
+    deps = run.deps
     try:
-        result = deps.diagnose(deps.spool.bundle_dir(job_id), config)
+        result = deps.diagnose(deps.spool.bundle_dir(run.job_id), run.config)
     except Exception as exc:  # a bug or hostile input must not cost the job its annotation
         deps.log.error("diagnosis_failed", error=f"{type(exc).__name__}: {exc}")
         result = {
-            "job_id": job_id,
+            "job_id": run.job_id,
             "label": "unknown",
             "summary": "diagnosis failed (see the hook log)",
             "root_node": None,
@@ -200,13 +230,14 @@ def analyse(job_id: str, config: Config, deps: EpilogDeps, missing: list[str]) -
         named = ", ".join(missing[:MISSING_NAMED]) + (
             f" and {len(missing) - MISSING_NAMED} more" if len(missing) > MISSING_NAMED else ""
         )
-        result["skipped"].append(f"no evidence from node(s) {named} within {config.budgets.merge_wait_s:g}s")
+        result["skipped"].append(f"no evidence from node(s) {named} within {run.config.budgets.merge_wait_s:g}s")
     return result
 
 
-def flush_backlog(config: Config, deps: EpilogDeps, started: float) -> None:
+def flush_backlog(run: PostJobRun) -> None:
     """Earlier jobs' queued annotations, within what is left of this hook's budget; then retention."""
-    left = config.budgets.epilog_s - (deps.clock.monotonic() - started)
+    config, deps = run.config, run.deps
+    left = config.budgets.epilog_s - (deps.clock.monotonic() - run.started)
     tally = deliver_backlog(
         deps.outbox,
         deps.slurm,
