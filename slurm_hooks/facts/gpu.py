@@ -13,7 +13,7 @@ class GpuQueryError(Exception):
     """NVML is missing, failed, or did not answer in time; the message says which."""
 
 
-class GpuInfo(NamedTuple):  # NamedTuple, not dataclass: see config/__init__.py
+class GpuInfo(NamedTuple):  # NamedTuple, not dataclass: see config/records.py
     driver_version: str | None
     cuda_driver_version: str | None
     gpu_model: str | None

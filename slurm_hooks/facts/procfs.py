@@ -18,7 +18,7 @@ _PARAM = re.compile(r'^CoherentGPUMemoryMode:\s*"?([^"\n]*)"?\s*$', re.M)
 _MODEL = re.compile(r"^Model:\s*(.+?)\s*$", re.M)
 
 
-class ProcNvidia(NamedTuple):  # NamedTuple, not dataclass: see config/__init__.py
+class ProcNvidia(NamedTuple):  # NamedTuple, not dataclass: see config/records.py
     driver_loaded: bool = False
     driver_version: str | None = None
     gpu_model: str | None = None
