@@ -7,7 +7,7 @@ RUNTIME := $(VENV)/.runtime
 INSTALL_LOG := $(VENV)/install.log
 DEMO    := slurm_hooks/examples/cdmm-checkpoint-segfault
 
-.PHONY: venv demo test test-unit coverage-epilog lint typecheck install bench browser reliability cluster-up cluster-down clean pyslurm lane-test
+.PHONY: torch-venv venv demo test test-unit coverage-epilog lint typecheck install bench browser reliability cluster-up cluster-down clean pyslurm lane-test
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,9 +30,12 @@ demo: $(RUNTIME)  ## diagnose the embedded headline example (runtime dependencie
 test-unit: venv  ## everything that needs no Slurm daemons
 	$(BIN)/pytest -q -m "not slurm"
 
-test: venv browser pyslurm  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
+test: venv browser pyslurm torch-venv  ## the whole suite, real Slurm included (needs root: installs and starts the dev cluster)
 	$(MAKE) cluster-up
 	SLURM_HOOKS_REQUIRE_CLUSTER=1 $(BIN)/pytest -q --durations=15 -m "not reliability"; rc=$$?; $(MAKE) cluster-down; exit $$rc
+
+torch-venv:  ## the torch 2.13 CPU venv the dev cluster's job users run, /opt/slurm-hooks-torch (needs root and this machine kind's local torch wheel; deploy/dev-cluster/torch-venv.sh says how)
+	deploy/dev-cluster/torch-venv.sh
 
 PROPERTY_TESTS := tests/test_annotation.py tests/test_slurm_client.py tests/test_hooklog.py tests/test_bad_input.py \
 	tests/test_bundle_limits.py tests/test_clocks_properties.py tests/test_hostile_scale.py

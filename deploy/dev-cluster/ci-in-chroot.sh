@@ -10,6 +10,9 @@
 #            wheels `lane.sh prepare 24.11` fetched (SLURM_HOOKS_OFFLINE=1), pyslurm and the 26.05
 #            lane's chroot come from ~/.cache/slurm-hooks (bound in), as on a CI machine's warm cache
 #   pids     its own namespace, whose first process reaps; when it ends, everything in it ends
+#   torch    what this machine kind keeps for it, as a Debian 13 machine of the kind has it too:
+#            /opt/wheels (the cp311 CPU wheel) and /root/.pyenv (Python 3.11) bound in read-only;
+#            torch's dependencies from ~/.cache (torch-venv.sh runs here first to fill it)
 # Log: $WORK/ci.log (WORK is printed; removed unless KEEP=1). Exit status: .ci/run's.
 # CI_CMD='make venv && make lint' runs that instead of .ci/run (a quick check of the setup).
 # Not as on a real host: the kernel, the host name, /dev and /sys are the machine's (as in a lane).
@@ -21,6 +24,7 @@ REPO=$(cd "${1:-$LANE_REPO}" && pwd)
 T0=$(date +%s)
 lane_prepare 24.11 >/dev/null   # the trixie root, its wheels (dev extras) and pyslurm 24.11 for cp313
 lane_prepare 26.05 >/dev/null   # the sid root the nested 26.05 lane runs from, and its wheels
+"$HERE/torch-venv.sh" >/dev/null  # the job users' torch here, and its dependencies in the cache for the stand-in's
 LOWER=$("$HERE/lane-chroot.sh" trixie)
 SHARED=$(lane_shared)
 WORK=$(mktemp -d /var/tmp/ci-in-chroot.XXXXXX)
@@ -40,6 +44,9 @@ unshare --net --mount --pid --fork --propagation private bash -c "
   mount --bind '$LANE_CACHE' \"\$M/root/.cache/slurm-hooks\"
   mount --bind '$WORK/clone' \"\$M/ci/slurm-hooks\"
   [ -z '$SHARED' ] || mount --bind -o ro '$SHARED' \"\$M/ci/shared\"
+  for d in /opt/wheels /root/.pyenv; do
+    [ -d \"\$d\" ] || continue; mkdir -p \"\$M\$d\"; mount --bind -o ro \"\$d\" \"\$M\$d\"
+  done
   exec chroot \"\$M\" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     CI=true SLURM_HOOKS_OFFLINE=1 PIP_NO_INDEX=1 PIP_FIND_LINKS=/root/.cache/slurm-hooks/wheels-trixie \
     PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONUNBUFFERED=1 \
