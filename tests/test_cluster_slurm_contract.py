@@ -15,7 +15,7 @@ import pytest
 
 from slurm_hooks.slurm.annotation import decode
 from slurm_hooks.slurm.cli_backend import SlurmCli
-from slurm_hooks.slurm.client import AccountingRow, JobRecord, NotInAccountingYet, Slurm, SlurmError
+from slurm_hooks.slurm.client import AccountingRow, JobRecord, NotInAccountingYet, Slurm, SlurmError, nodes_shared
 from tests import devcluster as dc
 
 pytestmark = pytest.mark.slurm
@@ -128,7 +128,10 @@ def test_task_count_and_sharing_read_the_same_and_reach_job_json(backends: dict[
             assert records["cli"].ntasks == records["pyslurm"].ntasks == int(said["NumTasks"]), (job, said, records)
             assert records["cli"].oversubscribe == records["pyslurm"].oversubscribe == said["OverSubscribe"], said
             doc = json.loads((SPOOL / "jobs" / job / "bundle/job.json").read_text())
-            assert (doc["ntasks"], doc["shared"]) == (records["cli"].ntasks, records["cli"].shared), doc
+            assert (doc["ntasks"], doc["shared"]) == (
+                records["cli"].ntasks,
+                nodes_shared(records["cli"].oversubscribe),
+            ), doc
             seen[job] = (records["cli"].ntasks, records["cli"].oversubscribe, doc["shared"])
     finally:
         dc.run("scontrol", "update", "PartitionName=debug", "OverSubscribe=FORCE:40")

@@ -187,9 +187,9 @@ def test_a_modify_refused_otherwise_is_a_slurm_error() -> None:
 
 def test_task_count_and_oversubscribe_come_from_squeue() -> None:
     record = SlurmCli(5, runner=Recorded(squeue_row(), None)).job("77")
-    assert (record.ntasks, record.oversubscribe, record.shared) == (8, "OK", True)
+    assert (record.ntasks, record.oversubscribe, nodes_shared(record.oversubscribe)) == (8, "OK", True)
     exclusive = SlurmCli(5, runner=Recorded(squeue_row(OverSubscribe="NO", NumTasks="N/A"), None)).job("77")
-    assert (exclusive.ntasks, exclusive.shared) == (0, False)
+    assert (exclusive.ntasks, nodes_shared(exclusive.oversubscribe)) == (0, False)
     for odd in ("", "-1", "99999999999", "²"):  # nothing a job can have
         assert SlurmCli(5, runner=Recorded(squeue_row(NumTasks=odd), None)).job("77").ntasks == 0
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from slurm_hooks.slurm.client import JobRecord, NotInAccountingYet, SlurmError
+from slurm_hooks.slurm.client import JobRecord, NotInAccountingYet, SlurmError, nodes_shared
 from slurm_hooks.slurm.pyslurm_backend import SlurmPyslurm
 
 BUDGET_S = 0.5
@@ -99,7 +99,7 @@ def test_job_reads_slurmctld_then_takes_accountings_final_state() -> None:
     assert isinstance(record, JobRecord)
     assert (record.state, record.exit_code, record.derived_exit_code) == ("FAILED", "1:0", "2:0")
     assert (record.node_list, record.batch_host, record.std_out) == ("gb-[01-02]", "gb-01", "/home/alice/7.out")
-    assert (record.ntasks, record.oversubscribe, record.shared) == (8, "OK", True)
+    assert (record.ntasks, record.oversubscribe, nodes_shared(record.oversubscribe)) == (8, "OK", True)
 
 
 def test_job_while_slurmdbd_hangs_is_slurmctlds_view_after_one_budget() -> None:
@@ -184,7 +184,7 @@ def test_no_error_file_reads_as_the_output_file_as_through_the_cli() -> None:
 def test_an_exclusive_job_and_one_pyslurm_knows_nothing_of() -> None:
     """resource_sharing is slurm_job_share_string's word (NO: --exclusive); None from pyslurm reads as not known."""
     exclusive = SlurmPyslurm(fake_pyslurm(live=live_job(resource_sharing="NO"), stored={}), BUDGET_S).job("7")
-    assert (exclusive.oversubscribe, exclusive.shared) == ("NO", False)
+    assert (exclusive.oversubscribe, nodes_shared(exclusive.oversubscribe)) == ("NO", False)
     unknown = SlurmPyslurm(fake_pyslurm(live=live_job(resource_sharing=None, ntasks=None), stored={}), BUDGET_S)
     record = unknown.job("7")
-    assert (record.ntasks, record.oversubscribe, record.shared) == (0, "", None)
+    assert (record.ntasks, record.oversubscribe, nodes_shared(record.oversubscribe)) == (0, "", None)

@@ -52,11 +52,6 @@ class JobRecord:
     ntasks: int = 0  # Slurm's task count (NumTasks); 0: not known
     oversubscribe: str = ""  # Slurm's word (squeue's OverSubscribe, pyslurm's resource_sharing); "": not known
 
-    @property
-    def shared(self) -> bool | None:
-        """Whether Slurm may run other jobs on this job's nodes at the same time; None: not known."""
-        return nodes_shared(self.oversubscribe)
-
 
 def nodes_shared(oversubscribe: str) -> bool | None:
     """Slurm's OverSubscribe word as "other jobs may run on these nodes meanwhile" (docs/DESIGN.md, job.json).
