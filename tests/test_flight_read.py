@@ -19,6 +19,7 @@ from slurm_hooks.flight.collect import read_dumps
 from slurm_hooks.flight.decode import DumpRefused, decode, decode_pickle
 from slurm_hooks.flight.digest import digest
 from slurm_hooks.flight.scan import scan
+from tests.package_copy import readable_package_copy
 
 FIXTURES = Path(__file__).parent / "fixtures/flight"
 NOBODY = 65534
@@ -160,7 +161,8 @@ def test_read_dumps_runs_the_reader_as_the_job_user(shared_tmp: Path) -> None:
     (where / "fr_rank_9").symlink_to(secret)
     os.chown(where, NOBODY, NOBODY)
     python = "/usr/bin/python3"  # the test's interpreter may sit under /root, which nobody cannot enter
-    found = read_dumps(str(where), NOBODY, NOBODY, config_for(tmp_path), python=python)
+    package = readable_package_copy(tmp_path)  # and the checkout may sit in a directory only root can enter
+    found = read_dumps(str(where), NOBODY, NOBODY, config_for(tmp_path), python=python, package_root=str(package))
     assert sorted(d["rank"] for d in found["dumps"]) == [0, 1, 2, 3]
     assert any("fr_rank_8: not opened (Permission denied)" in s for s in found["skipped"])
     assert any("fr_rank_9: not opened" in s for s in found["skipped"])

@@ -15,8 +15,7 @@ import pytest
 
 from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.core.nofollow import SymlinkRefused
-
-SOURCE = Path(__file__).parent.parent / "slurm_hooks"
+from tests.package_copy import readable_package_copy
 
 
 def test_bundle_dir_is_private_and_parts_are_counted(tmp_path: Path) -> None:
@@ -106,14 +105,13 @@ def test_prune_reports_what_it_could_not_remove() -> None:
             f"import json; from slurm_hooks.bundle.spool import Spool; "
             f"r = Spool({str(root)!r}).prune(30, 1024, {time.time()}); print(json.dumps(r.__dict__))"
         )
-        pkg = root / "pkg" / "slurm_hooks"  # a copy nobody can read: the checkout may sit in a private dir
-        shutil.copytree(SOURCE, pkg, ignore=shutil.ignore_patterns("__pycache__", "examples"))
+        pkg = readable_package_copy(root)  # the checkout may sit in a directory only root can enter
         argv = [sys.executable, "-c", code]
         as_nobody = {}
         if os.geteuid() == 0:
             argv[0] = "/usr/bin/python3"  # this interpreter may live under /root
             as_nobody = {"user": 65534, "group": 65534, "extra_groups": []}
-        out = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=root / "pkg", **as_nobody)  # type: ignore[call-overload]
+        out = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=pkg, **as_nobody)  # type: ignore[call-overload]
         assert out.returncode == 0, out.stderr
         report = json.loads(out.stdout)
         assert report["removed"] == [] and "Permission denied" in report["failed"]["1"]

@@ -32,13 +32,19 @@ MAX_LINE = 1 << 18  # one dump's digest line; longer is not ours
 
 
 def read_dumps(
-    dump_dir: str, uid: int | None, gid: int | None, config: Config, python: str = sys.executable
+    dump_dir: str,
+    uid: int | None,
+    gid: int | None,
+    config: Config,
+    python: str = sys.executable,
+    package_root: str = _PACKAGE_ROOT,
 ) -> dict[str, Any]:
     """{dumps: [...], skipped: [...]} for the dumps in `dump_dir` (and the job's own prefix), read as uid:gid.
-    `python` runs the reader as the job user, so that user must be able to execute it."""
+    `python` runs the reader, and `package_root` holds the slurm_hooks it imports, as the job user:
+    that user must be able to execute the one and read the other."""
     fr = config.flight_recorder
     limit = fr.max_dump_mb << 20
-    argv = [python, "-S", "-c", _CHILD, _PACKAGE_ROOT, dump_dir, str(fr.max_dumps), str(limit)]
+    argv = [python, "-S", "-c", _CHILD, package_root, dump_dir, str(fr.max_dumps), str(limit)]
     argv.append(str((1 << 30) + 8 * limit))  # the child's address space: decoding a dump needs a few times its size
     as_user: dict[str, Any] = {}
     if os.geteuid() == 0:
