@@ -11,7 +11,7 @@ from pathlib import Path
 
 from slurm_hooks.core.clock import SystemClock
 from slurm_hooks.core.hooklog import HookLog
-from slurm_hooks.deliver.annotate import Tally, deliver_backlog, deliver_waiting
+from slurm_hooks.deliver.annotate import Tally, deliver, deliver_backlog, deliver_waiting
 from slurm_hooks.deliver.outbox import Outbox, OutboxEntry
 from tests.epilog_fakes import FakeClock, FakeSlurm, RecordingLog
 
@@ -58,6 +58,19 @@ def test_a_job_not_yet_in_accounting_does_not_stop_the_backlog(tmp_path: Path) -
     tally = deliver_backlog(outbox, slurm, RecordingLog(), clock, budget_s=10, retention_days=30)
     assert (tally.delivered, tally.pending) == (2, 1)
     assert [e.job_id for e in outbox.pending(clock.time()).entries] == ["1"]
+
+
+def test_a_record_another_flusher_delivered_first_is_logged_as_already_there(tmp_path: Path) -> None:
+    """The job's own run queues its record before delivering it; a backlog flush from another
+    job's run may write it first. The own run then writes nothing, and its log says so."""
+    outbox, slurm, clock = Outbox(tmp_path), FakeSlurm(), FakeClock()
+    entry = OutboxEntry("5", "admin_comment", "slurm-hooks/v1 label=app_segfault rank=3", time.time())
+    outbox.put(entry)
+    assert deliver_backlog(outbox, slurm, RecordingLog(), clock, budget_s=10, retention_days=30).delivered == 1
+    own, tally = RecordingLog(), Tally()
+    assert deliver(entry, slurm, own, tally) == "settled"
+    assert own.events() == ["annotation_already_there"] and tally.delivered == 1
+    assert [job for job, _, _ in slurm.sets] == ["5"]  # written once
 
 
 def test_out_of_budget_entries_stay_queued(tmp_path: Path) -> None:

@@ -48,8 +48,9 @@ def deliver(entry: OutboxEntry, slurm: Slurm, log: Log, tally: Tally) -> Outcome
             slurm.set_job_field(entry.job_id, entry.field, value)
             log.info("annotation_delivered", annotated_job=entry.job_id, field=entry.field)
             tally.delivered += 1
-        else:
-            tally.delivered += 1  # already there: re-delivery after a lost reply
+        else:  # a lost reply, or another flusher was first: the hook log says who delivered it
+            log.info("annotation_already_there", annotated_job=entry.job_id, field=entry.field)
+            tally.delivered += 1
     except SlurmError as exc:
         tally.pending += 1
         log.warning("annotation_queued", annotated_job=entry.job_id, error=str(exc))
