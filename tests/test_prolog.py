@@ -76,9 +76,11 @@ def test_unwritable_state_dir_exits_0_and_logs(tmp_path: Path, monkeypatch) -> N
     path.write_text(f"state_dir: /proc/slurm-hooks-cannot-exist\nlog_file: {tmp_path / 'hooks.log'}\n")
     monkeypatch.setenv("SLURM_HOOKS_CONFIG", str(path))
     assert prolog.main({"SLURM_JOB_ID": "79"}, gpu=RecordedGpu(GB200)) == 0
-    failed, metrics = log_lines(tmp_path)[-2:]
+    failed, why, metrics = log_lines(tmp_path)[-3:]
     assert failed["event"] == "hook_failed" and "slurm-hooks-cannot-exist" in failed["error"]
-    assert metrics["event"] == "metrics_not_written"  # its counters live in the same state dir
+    # its counters live in the same state dir; the log says why they were not written
+    assert why["event"] == "metrics_write_failed" and "slurm-hooks-cannot-exist" in why["file"] and why["error"]
+    assert metrics["event"] == "metrics_not_written"
 
 
 def test_invalid_config_with_no_good_copy_runs_in_shadow_mode_and_says_so(tmp_path: Path, monkeypatch) -> None:

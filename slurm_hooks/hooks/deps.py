@@ -64,5 +64,5 @@ def real_deps(config: Config, log: Log) -> EpilogDeps:
         clock=SystemClock(),
         log=log,
         node=node_name(),
-        metrics=Metrics(config.state_dir, config.metrics_file),
+        metrics=Metrics(config.state_dir, config.metrics_file, log=log),
     )

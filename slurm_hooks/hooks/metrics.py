@@ -93,7 +93,7 @@ class Metrics:
         self.state = os.path.join(state_dir, "metrics.json")
         self.out = metrics_file
         self.outbox_dir = outbox_dir
-        self.log = log  # told when the state is reset or the lock is not had in time
+        self.log = log  # told why a write failed, the state was reset or the lock not had in time
 
     def hook_run(self, hook: str, seconds: float, failed: bool) -> bool:
         name = hook if hook in HOOKS else "other"
@@ -124,7 +124,8 @@ class Metrics:
         try:
             os.makedirs(os.path.dirname(self.state), mode=0o755, exist_ok=True)
             fd = os.open(self.state + ".lock", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError:
+        except OSError as exc:  # e.g. an EpilogSlurmctld (SlurmUser) in a state_dir that root owns
+            self._warn("metrics_write_failed", error=str(exc))
             return False
         try:
             deadline = time.monotonic() + LOCK_WAIT_S
@@ -145,7 +146,8 @@ class Metrics:
             if self.out and os.path.isdir(os.path.dirname(self.out) or "."):
                 _replace(self.out, render(doc, time.time()), 0o644)
             return True
-        except OSError:
+        except OSError as exc:
+            self._warn("metrics_write_failed", error=str(exc))
             return False
         finally:
             os.close(fd)
