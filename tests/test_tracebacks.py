@@ -8,7 +8,7 @@ from pathlib import Path
 
 from slurm_hooks.bundle import BundleFile, load_bundle
 from slurm_hooks.diagnose import diagnose
-from slurm_hooks.diagnose.exceptions import MAX_STREAMS, clean
+from slurm_hooks.diagnose.exceptions import MIN_STREAMS, clean
 from slurm_hooks.timeline.tracebacks import Start, read_blocks, stream_of
 from tests.conftest import BUNDLES
 
@@ -108,15 +108,34 @@ def test_without_training_going_on_the_caught_traceback_would_be_the_root(tmp_pa
     assert diagnose(load_bundle(path), pack).label == "app_exception"
 
 
-def test_any_number_of_ranks_costs_bounded_work(tmp_path: Path, pack) -> None:
-    path = _copy("b50-failed-nothing-recognised-unknown", tmp_path)
+def _every_rank_raises(path: Path, ranks: int) -> None:
     with open(path / "logs" / "job.out", "w") as fh:
-        for r in range(MAX_STREAMS + 500):
+        for r in range(ranks):
             fh.write("".join(f"{r}: [rank{r}]:{x}\n" for x in _tb("", "ValueError: same on every rank")))
+
+
+def test_any_number_of_ranks_costs_bounded_work(tmp_path: Path, pack) -> None:
+    """One node: more streams than it can have ranks are a log's own numbers, cut at MIN_STREAMS."""
+    path = _copy("b50-failed-nothing-recognised-unknown", tmp_path)
+    _every_rank_raises(path, MIN_STREAMS + 500)
     got = diagnose(load_bundle(path), pack)
     assert got.label == "app_exception" and got.root_rank == 500  # the earliest of the streams followed
-    assert got.details["exception"]["ranks"] == MAX_STREAMS
+    assert got.details["exception"]["ranks"] == MIN_STREAMS
     assert any("streams not read" in s for s in got.skipped)
+
+
+def test_a_job_of_many_nodes_has_every_ranks_stream_read(tmp_path: Path, pack) -> None:
+    """1,152 GB200 nodes run 4,608 ranks: more than MIN_STREAMS, fewer than STREAMS_PER_NODE a
+    node, so all are read and the first rank to raise is the root (§8.25: the job's size bounds it)."""
+    path = _copy("b50-failed-nothing-recognised-unknown", tmp_path)
+    job = json.loads((path / "job.json").read_text())
+    nodes = [f"gb-r{i // 18 + 1:03d}-c{i % 18 + 1:02d}" for i in range(1152)]
+    (path / "job.json").write_text(json.dumps({**job, "nodes": nodes, "batch_host": nodes[0], "ntasks": 4608}))
+    _every_rank_raises(path, 4608)
+    got = diagnose(load_bundle(path), pack)
+    assert (got.label, got.root_rank) == ("app_exception", 0)
+    assert got.details["exception"]["ranks"] == 4608
+    assert not any("streams not read" in s for s in got.skipped)
 
 
 SITE_KIND = """

@@ -29,7 +29,8 @@ from slurm_hooks.timeline.scan import Hit
 from slurm_hooks.timeline.tracebacks import Block, Raised, Start, read_blocks, stream_of
 from slurm_hooks.timeline.untimed import place_untimed
 
-MAX_STREAMS = 4096  # streams followed per file (ranks × files): beyond, the latest ones
+MIN_STREAMS = 4096  # streams followed per file, or STREAMS_PER_NODE a node when more: beyond, the latest ones
+STREAMS_PER_NODE = 16  # a GPU node runs one rank a GPU (4 on GB200, 8 on H100/H200): twice that, and no more
 LAST_STARTS = 4  # a stream's last traceback starts read: enough for a chain of that depth
 TAIL_LINES = 20  # a rank that printed at most this many lines after its exception ended with it
 MESSAGE_CHARS = 200
@@ -45,19 +46,27 @@ def clean(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 
 def terminal_exceptions(bundle: Bundle, events: list[Event], pack: RulePack, ranks: RankMap) -> list[Event]:
-    """One `app_exception` event per rank whose terminal exception is genuine, `ranks` counting the same."""
+    """One `app_exception` event per rank whose terminal exception is genuine, `ranks` counting the same.
+
+    Each rank may have a stream of its own, so the streams followed grow with the job's nodes: a
+    job of 1,152 GB200 nodes (4,608 ranks) has all of them read. Not with Slurm's rank bound
+    (512 a node): followed that far, a log's own tracebacks could cost a large job its budget.
+    """
     grammar = next((r for r in pack.rules if r.source == "exception" and pack.has(r.family, "exception")), None)
     if grammar is None:  # a site that disabled the rule turns the label off
         return []
-    finder = _Finder(bundle, events, pack, ranks, grammar)
+    finder = _Finder(bundle, events, pack, ranks, grammar, max(MIN_STREAMS, STREAMS_PER_NODE * len(ranks.nodes)))
     found = [ev for file in bundle.logs for ev in finder.file(file)]
     _count_same(found)
     return found
 
 
 class _Finder:
-    def __init__(self, bundle: Bundle, events: list[Event], pack: RulePack, ranks: RankMap, grammar: Rule) -> None:
+    def __init__(
+        self, bundle: Bundle, events: list[Event], pack: RulePack, ranks: RankMap, grammar: Rule, max_streams: int
+    ) -> None:
         self.bundle, self.pack, self.ranks, self.grammar = bundle, pack, ranks, grammar
+        self.max_streams = max_streams
         exception_rules = [r for r in pack.rules if r.source == "exception"]
         self.kinds = sorted(
             (r for r in exception_rules if pack.has(r.family, "exception_kind")), key=lambda r: -r.priority
@@ -109,9 +118,9 @@ class _Finder:
         per_stream: dict[tuple[int | None, int | None, int | None], list[Event]] = {}
         for ev in heads:
             per_stream.setdefault(stream_of(ev.text)[0], []).append(ev)
-        if len(per_stream) > MAX_STREAMS:
-            self.bundle.skipped.append(f"{rel}: tracebacks of {len(per_stream) - MAX_STREAMS} streams not read")
-            latest = sorted(per_stream, key=lambda s: per_stream[s][-1].line_no)[-MAX_STREAMS:]
+        if len(per_stream) > self.max_streams:
+            self.bundle.skipped.append(f"{rel}: tracebacks of {len(per_stream) - self.max_streams} streams not read")
+            latest = sorted(per_stream, key=lambda s: per_stream[s][-1].line_no)[-self.max_streams :]
             per_stream = {s: per_stream[s] for s in latest}
         return [
             Start(ev.line_no, ev.offset, stream, self._logged(ev))
