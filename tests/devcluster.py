@@ -130,12 +130,14 @@ def submit(script: str, user: str = "alice", args: str = "") -> str:
     return run("runuser", "-l", user, "-c", cmd).strip().split(";")[0]
 
 
-def state(job_id: str) -> str:
+def job_field(job_id: str, key: str) -> str | None:
+    """One `Key=value` of `scontrol show job`; None when the job or the key is not there."""
     out = run("scontrol", "show", "job", job_id, check=False)
-    for word in out.split():
-        if word.startswith("JobState="):
-            return word.split("=", 1)[1]
-    return "UNKNOWN"
+    return next((word.split("=", 1)[1] for word in out.split() if word.startswith(f"{key}=")), None)
+
+
+def state(job_id: str) -> str:
+    return job_field(job_id, "JobState") or "UNKNOWN"
 
 
 def wait(job_id: str, timeout: float = 120) -> str:

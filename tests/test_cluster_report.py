@@ -41,8 +41,7 @@ def jobs() -> dict[str, str]:
     # Each node its own kernel-log file: the machine's one ring buffer holds every segfault of the
     # machine (another lane's, another user's), which a job that runs a minute would take as its own.
     dc.configure(kernel_files=True)
-    time.sleep(2.5)  # the previous test's last job may have ended inside the 2 s margin below
-    since = datetime.now() - timedelta(seconds=2)
+    time.sleep(2.5)  # the previous test's last job ended (dc.wait) at least this long before the window opens
     # Kernel lines are node-wide: a job running beside a segfault may take it as its own evidence
     # (README), so the crashing jobs run first and the others only once they are over.
     jobs = {
@@ -51,6 +50,10 @@ def jobs() -> dict[str, str]:
         "app": dc.submit(SEGV),
         "foreign": dc.submit(f"sleep 3\n{SEGV}"),
     }
+    # The window opens at the first job's submission, by Slurm's clock in Slurm's whole seconds. A start
+    # taken from this process's clock, 2 s back, once fell in the second the previous test's job ended.
+    since = dc.job_field(jobs["success"], "SubmitTime")
+    assert since, "the first job is not known to slurmctld"
     dc.wait_running(jobs["foreign"])
     dc.run("scontrol", "update", f"jobid={jobs['foreign']}", "admincomment=JS1:eyJqb2JzdGF0cyI6MX0=")
     for name, job in jobs.items():
@@ -74,7 +77,7 @@ def jobs() -> dict[str, str]:
         else:
             dc.wait_annotated(job)
     jobs.update(later)
-    jobs["since"] = since.isoformat(timespec="seconds")
+    jobs["since"] = since
     jobs["until"] = (datetime.now() + timedelta(seconds=5)).isoformat(timespec="seconds")
     return jobs
 
