@@ -99,7 +99,7 @@ def table(rows_path: Path, junit_path: Path) -> str:
         "",
         "## Hostile job input at scale (the Epilog flow or `diagnose`/`report` in-process, Slurm faked)",
         "",
-        "| input | what was checked | time / budget | peak memory (Python heap by tracemalloc; RSS for `report`, which forks) | annotation delivered | holds |",
+        "| input | what was checked | time / budget | peak memory (Python heap by tracemalloc, of the process that merges the diagnosis: a large bundle's scan workers each hold one share of it; RSS for `report`, which forks) | annotation delivered | holds |",
         "|---|---|---|---|---|---|",
     ]
     for r in (r for r in rows if r.get("where") == "unit"):

@@ -52,3 +52,19 @@ def test_families_keep_their_own_budget(tmp_path: Path, pack) -> None:
     got = diagnose(load_bundle(root, Limits(hits_per_family=50)), pack)
     assert got.label == "checkpoint_segfault"  # the crash's own family is not spent by the markers
     assert any("more 'checkpoint_start' lines counted, not examined" in s for s in got.skipped)
+
+
+def test_the_keyword_index_finds_the_rules_a_substring_test_of_each_keyword_finds(pack) -> None:
+    """RE2's Set in place of one `in` a keyword: the same rules, in pack order, for lines holding one,
+    several, overlapping or no keywords, and non-ASCII text around them."""
+    from slurm_hooks.timeline.hits import KeywordIndex
+
+    for kind in ("log", "kernel"):
+        rules = [r for r in pack.rules if r.applies_to(kind)]
+        index = KeywordIndex(rules)
+        words = index.keywords
+        lines = list(words) + [f"é {a} ∂ {b}" for a, b in zip(words, reversed(words), strict=True)]
+        lines += ["", "nothing here", words[0][:-1], "".join(words)]
+        for line in lines:
+            want = [r for r in rules if any(k in line for k in r.keywords)]
+            assert index.rules_in(line) == want, line

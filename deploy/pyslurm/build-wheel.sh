@@ -36,15 +36,8 @@ fi
 [ "$rc" = 0 ] || [ "$rc" = 3 ] || exit "$rc"
 PINS=$(echo "$spec" | tail -n +2)
 SRC=${PYSLURM_SRC:-}
-if [ -z "$SRC" ]; then
-  tarball=$(echo "$spec" | head -1)
-  for dir in "$REPO/../../shared/vendor" "$REPO/../shared/vendor" /work/shared/vendor; do
-    [ -f "$dir/$tarball" ] && SRC=$dir/$tarball && break
-  done
-  [ -n "$SRC" ] || { say "$tarball not found beside the repo (../shared/vendor): set PYSLURM_SRC=/path/to/it"; exit 2; }
-fi
-[ -f "$SRC" ] || { say "no pyslurm source at $SRC"; exit 2; }
-PYSLURM_VER=$(basename "$SRC" .tar.gz); PYSLURM_VER=${PYSLURM_VER#pyslurm-}        # e.g. 22.5.3, 24.11.x-2adb2da
+tarball=$(basename "${SRC:-$(echo "$spec" | head -1)}")   # its name keys the cache: a cached wheel needs no source
+PYSLURM_VER=$(basename "$tarball" .tar.gz); PYSLURM_VER=${PYSLURM_VER#pyslurm-}     # e.g. 22.5.3, 24.11.x-2adb2da
 WANT=$(PYTHONPATH=$REPO "$PY" -c "from slurm_hooks.slurm.pyslurm_matrix import slurm_line; print(slurm_line('$PYSLURM_VER'.replace('.x', '.0')))")
 if [ "${SLURM_VER%.*}" != "$WANT" ]; then
   say "this host has Slurm $SLURM_VER, but pyslurm $PYSLURM_VER builds only against Slurm $WANT."
@@ -59,6 +52,13 @@ KEY=pyslurm-$PYSLURM_VER-slurm-$SLURM_VER-$ABI
 DIR=$CACHE/$KEY
 if ! ls "$DIR"/pyslurm-*.whl >/dev/null 2>&1; then
   if [ "$MODE" = --install-if-cached ]; then say "no cached $KEY (make pyslurm builds it); not installed"; exit 0; fi
+  if [ -z "$SRC" ]; then
+    for dir in "$REPO/../../shared/vendor" "$REPO/../shared/vendor" /work/shared/vendor; do
+      [ -f "$dir/$tarball" ] && SRC=$dir/$tarball && break
+    done
+    [ -n "$SRC" ] || { say "$tarball not found beside the repo (../shared/vendor): set PYSLURM_SRC=/path/to/it"; exit 2; }
+  fi
+  [ -f "$SRC" ] || { say "no pyslurm source at $SRC"; exit 2; }
   say "building $KEY: ~6-8 min on 2 cores, once per machine (cached)"
   "$PY" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' ||
     { say "installing python3-dev for $PY's headers"; apt_install python3-dev; }

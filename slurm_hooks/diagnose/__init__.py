@@ -9,6 +9,7 @@ to bottom like log-signatures §8.
 from __future__ import annotations
 
 from slurm_hooks.bundle import Bundle
+from slurm_hooks.core.nogc import no_cycle_collector
 from slurm_hooks.diagnose.classify import classify
 from slurm_hooks.diagnose.result import LABELS, Diagnosis
 from slurm_hooks.rules import RulePack
@@ -19,5 +20,6 @@ __all__ = ["LABELS", "Diagnosis", "diagnose"]
 
 
 def diagnose(bundle: Bundle, pack: RulePack, scanner: Scanner | None = None) -> Diagnosis:
-    timeline = build_timeline(bundle, pack, scanner or default_scanner(bundle.limits.line_bytes))
-    return classify(bundle, timeline, pack)
+    with no_cycle_collector():  # events, hits and matches form no cycle; a large job makes a million of them
+        timeline = build_timeline(bundle, pack, scanner or default_scanner(bundle.limits.line_bytes))
+        return classify(bundle, timeline, pack)

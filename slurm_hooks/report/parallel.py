@@ -9,18 +9,18 @@ time, so memory stays bounded whatever the row count. With one CPU the same step
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import multiprocessing
 import os
 import queue
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from typing import IO
 
+from slurm_hooks.core.nogc import no_cycle_collector
 from slurm_hooks.report.aggregate import ANY_TIME, Tally, Window
 from slurm_hooks.report.blocks import Unit, batches, loaded, read_unit, spans, units
 from slurm_hooks.report.coverage import SpoolView
@@ -53,19 +53,6 @@ class Counting:
 
 def cpus() -> int:
     return len(os.sched_getaffinity(0))
-
-
-@contextlib.contextmanager
-def no_cycle_collector() -> Iterator[None]:
-    """Counting makes no reference cycles, and the collector's passes over a million short-lived
-    rows cost a fifth of the time: reference counting frees everything anyway."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def count_rows(rows: Iterable[AccountingRow], counting: Counting) -> Tally:
@@ -153,7 +140,7 @@ def _regular_file(stream: IO[bytes]) -> bool:
 
 def _work(counting: Counting, sep: str, fd: int, todo: Queue[Unit | None], done: Queue[Tally | str]) -> None:
     """A worker: count every unit until told to stop, then hand back one tally."""
-    gc.disable()  # see no_cycle_collector
+    gc.disable()  # see core.nogc
     reader, tally = counting.reader(), counting.tally()
     try:
         while (unit := todo.get()) is not None:

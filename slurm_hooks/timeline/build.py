@@ -4,18 +4,25 @@ keywords, every hit matched and stamped, untimed lines placed between their neig
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
+from typing import Any
 
 from slurm_hooks.bundle import Bundle, BundleFile
+from slurm_hooks.core.forked import cpus, run_side_by_side
 from slurm_hooks.core.times import parse_iso, zone_named
 from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.events import Event, Timeline
-from slurm_hooks.timeline.hits import FamilyCap, capped_hits
+from slurm_hooks.timeline.hits import FamilyCap, KeywordIndex, Span, capped_hits
 from slurm_hooks.timeline.hosts import NodeNames
 from slurm_hooks.timeline.noise import printable, segments, strip_ansi
 from slurm_hooks.timeline.prefixes import Prefixed, inherit, strip_prefixes
 from slurm_hooks.timeline.scan import Hit, Scanner
+from slurm_hooks.timeline.shares import LogRange, Parallel, Share, plan_shares
 from slurm_hooks.timeline.untimed import place_untimed
 
 TEXT_CHARS = 400
@@ -29,26 +36,45 @@ def _matches(rules: list[Rule], body: str) -> list[tuple[Rule, dict[str, str]]]:
     return [(rule, fields) for rule in rules if (fields := rule.search(body)) is not None]
 
 
-def _scan_log(
-    file: BundleFile,
-    pack: RulePack,
-    scanner: Scanner,
-    ctx: ClockContext,
-    cap: int,
-    notes: list[str],
-    names: NodeNames | None = None,
-) -> list[Event]:
-    source = file.rel
-    family_cap = FamilyCap([r for r in pack.rules if r.applies_to("log")], cap)
-    events: list[Event] = []
-    hits: dict[int, Hit] = {}
+@dataclass
+class LogPart:
+    """One range of a job log scanned: each line some family examined, with its events, in file order.
+    Line numbers count from the range's start; merging numbers them in the file."""
+
+    source: str
+    start: int
+    lines: int  # lines in the range (to number the next range's), when a range follows
+    examined: list[tuple[frozenset[str], list[Event]]]
+    cut: Counter[str]  # lines the range's own cap cut (the merged cap cuts at least those)
+    said: list[str]
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What the scan of each of a bundle's files needs, built once a bundle."""
+
+    pack: RulePack
+    scanner: Scanner
+    ctx: ClockContext
+    cap: int  # limits.hits_per_family
+    hosts: Callable[[str], str | None] | None  # a launcher prefix's host -> the job's node; None: no node list
+    window: tuple[datetime, datetime] | None  # kernel lines outside it are another job's
+    logs: KeywordIndex
+    kernels: KeywordIndex
+
+
+def _scan_log_range(scan: _Scan, part: LogRange) -> LogPart:
+    file, source, pack = part.file, part.file.rel, scan.pack
+    family_cap = FamilyCap(scan.logs, scan.cap)
+    examined: list[tuple[frozenset[str], list[Event]]] = []
     said: list[str] = []
-    hosts = names.canonical if names is not None and names.nodes else None  # no node list: no host prefix
-    for hit, rules in capped_hits(file, scanner, pack.keywords("log"), family_cap, said):
+    span = Span(0, part.start, part.stop)
+    for hit, rules in capped_hits(file, scan.scanner, scan.logs.keywords, family_cap, said, span):
+        events: list[Event] = []
         first: Prefixed | None = None
         text = printable(hit.text[: TEXT_CHARS * 4])[:TEXT_CHARS]
         for segment in segments(hit.text):  # each `\r` part of a progress-bar line on its own (§8.24)
-            pre = strip_prefixes(segment, pack.launchers, hosts)
+            pre = strip_prefixes(segment, pack.launchers, scan.hosts)
             if first is None:
                 first = pre
             else:
@@ -56,7 +82,7 @@ def _scan_log(
             matches = _matches(rules, pre.body)
             if not matches:
                 continue
-            stamp = log_time(pre.body, ctx)
+            stamp = log_time(pre.body, scan.ctx)
             for rule, fields in matches:
                 rank = _int(fields.get("rank"))
                 events.append(
@@ -74,29 +100,49 @@ def _scan_log(
                         fields={k: printable(v) for k, v in fields.items()},
                     )
                 )
-                hits[hit.line_no] = hit
-    notes += [f"{source}: {n}" for n in said] + family_cap.notes(source)
-    place_untimed(file, events, hits, ctx, notes)
+        examined.append((frozenset(r.family for r in rules), events))
+    lines = _lines_in(file, part.start, part.stop) if part.stop is not None else 0
+    return LogPart(source, part.start, lines, examined, family_cap.cut, said)
+
+
+def _lines_in(file: BundleFile, start: int, stop: int) -> int:
+    """Lines in bytes [start, stop) of a file whose ranges end at a line's start."""
+    count = 0
+    with file.open() as fh:
+        fh.seek(start)
+        while (left := stop - fh.tell()) > 0 and (chunk := fh.read(min(left, 1 << 20))):
+            count += chunk.count(b"\n")
+    return count
+
+
+def _merge_log(file: BundleFile, parts: list[LogPart], cap: int, ctx: ClockContext, notes: list[str]) -> list[Event]:
+    """A log's ranges in file order, numbered in the file, its family cap applied over them all as one
+    scan would have; then its untimed lines placed."""
+    family_cap = FamilyCap(None, cap)
+    events: list[Event] = []
+    before = 0
+    for part in sorted(parts, key=lambda p: p.start):
+        for families, found in part.examined:
+            spent = family_cap.admit(families)
+            for ev in found:
+                ev.line_no += before
+                if ev.family not in spent:
+                    events.append(ev)
+        family_cap.cut.update(part.cut)
+        before += part.lines
+        notes += [f"{file.rel}: {n}" for n in part.said]
+    notes += family_cap.notes(file.rel)
+    place_untimed(file, events, {e.line_no: Hit(e.line_no, e.offset, e.text) for e in events}, ctx, notes)
     return events
 
 
-def _scan_kernel(
-    node: str,
-    file: BundleFile,
-    kernel_rules: list[Rule],
-    keywords: list[str],
-    scanner: Scanner,
-    ctx: ClockContext,
-    window: tuple[datetime, datetime] | None,
-    cap: int,
-    notes: list[str],
-) -> list[Event]:
-    source = file.rel
-    family_cap = FamilyCap(kernel_rules, cap)
+def _scan_kernel(scan: _Scan, node: str, file: BundleFile, ctx: ClockContext, notes: list[str]) -> list[Event]:
+    source, window = file.rel, scan.window
+    family_cap = FamilyCap(scan.kernels, scan.cap)
     events: list[Event] = []
     untimed = outside = 0
     said: list[str] = []
-    for hit, rules in capped_hits(file, scanner, keywords, family_cap, said):
+    for hit, rules in capped_hits(file, scan.scanner, scan.kernels.keywords, family_cap, said):
         stamp, message = kernel_time(strip_ansi(hit.text), ctx)
         matches = _matches(rules, message)
         if not matches:
@@ -142,7 +188,66 @@ def _node_context(bundle: Bundle, node: str, base: ClockContext) -> ClockContext
     )
 
 
-def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline:
+@dataclass
+class ShareScanned:
+    logs: list[LogPart]
+    kernels: list[tuple[list[Event], list[str]]]  # each node's events and notes, in the share's order
+
+
+Row = tuple[Any, ...]
+
+
+class _Wire:
+    """A share's events as rows of plain values, their rule by its place in the pack, and back."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = rules
+        self.places = {id(rule): i for i, rule in enumerate(rules)}
+
+    def _rows(self, events: list[Event]) -> list[Row]:  # Event's own field order, as _events reads them
+        return [
+            (
+                self.places[id(e.rule)],
+                e.source,
+                e.line_no,
+                e.text,
+                e.task,
+                e.rank,
+                e.node,
+                e.time,
+                e.fields,
+                e.local_rank,
+                e.offset,
+                e.lo,
+                e.hi,
+            )
+            for e in events
+        ]
+
+    def _events(self, rows: list[Row]) -> list[Event]:
+        rules = self.rules
+        return [Event(rules[r[0]], *r[1:]) for r in rows]
+
+    def send(self, done: ShareScanned) -> object:
+        logs = [
+            (p.source, p.start, p.lines, [(f, self._rows(evs)) for f, evs in p.examined], dict(p.cut), p.said)
+            for p in done.logs
+        ]
+        return logs, [(self._rows(evs), said) for evs, said in done.kernels]
+
+    def receive(self, sent: Any) -> ShareScanned:
+        logs, kernels = sent
+        return ShareScanned(
+            [
+                LogPart(source, start, lines, [(f, self._events(rows)) for f, rows in examined], Counter(cut), said)
+                for source, start, lines, examined, cut, said in logs
+            ],
+            [(self._events(rows), said) for rows, said in kernels],
+        )
+
+
+def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner, parallel: Parallel | None = None) -> Timeline:
+    """`parallel`: how many processes may scan (default: one a CPU, from a bundle of PARALLEL_BYTES)."""
     job = bundle.job
     notes = bundle.skipped
     notes.extend(n for n in pack.skipped if n not in notes)
@@ -151,17 +256,41 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner) -> Timeline
     )
     margin = timedelta(seconds=pack.ordering.window_margin_s)
     window = (job.start - margin, job.end + margin) if job.start and job.end else None
-
-    events: list[Event] = []
-    cap = bundle.limits.hits_per_family
     names = NodeNames(job.nodes)
+    scan = _Scan(
+        pack,
+        scanner,
+        ctx,
+        bundle.limits.hits_per_family,
+        names.canonical if names.nodes else None,
+        window,
+        KeywordIndex([r for r in pack.rules if r.applies_to("log")]),
+        KeywordIndex([r for r in pack.rules if r.applies_to("kernel")]),
+    )
+    node_ctx = {node: _node_context(bundle, node, ctx) for node in sorted(bundle.kernels)}  # its notes said here
+
+    def scan_share(share: Share) -> ShareScanned:
+        logs = [_scan_log_range(scan, part) for part in share.logs]
+        kernels = []
+        for node in share.kernels:
+            said: list[str] = []
+            kernels.append((_scan_kernel(scan, node, bundle.kernels[node], node_ctx[node], said), said))
+        return ShareScanned(logs, kernels)
+
+    shares = plan_shares(bundle, parallel or Parallel(cpus()))
+    wire = _Wire(pack.rules)
+    scanned = run_side_by_side([partial(scan_share, share) for share in shares], wire.send, wire.receive, notes)
+    parts: dict[str, list[LogPart]] = {}
+    for done in scanned:
+        for part in done.logs:
+            parts.setdefault(part.source, []).append(part)
+    events: list[Event] = []
     for file in bundle.logs:
-        events += _scan_log(file, pack, scanner, ctx, cap, notes, names)
-    kernel_rules, keywords = [r for r in pack.rules if r.applies_to("kernel")], pack.keywords("kernel")  # once a bundle
-    for node, file in sorted(bundle.kernels.items()):
-        events += _scan_kernel(
-            node, file, kernel_rules, keywords, scanner, _node_context(bundle, node, ctx), window, cap, notes
-        )
+        events += _merge_log(file, parts.get(file.rel, []), scan.cap, ctx, notes)
+    for done in scanned:  # the shares hold the nodes in order
+        for found, said in done.kernels:
+            events += found
+            notes += said
 
     sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in events))}
     floor = datetime.min.replace(tzinfo=timezone.utc)

@@ -10,45 +10,64 @@ rest of the file costs ripgrep's time, not Python's, and a crash after the flood
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from slurm_hooks.bundle import BundleFile
 from slurm_hooks.rules import Rule
+from slurm_hooks.rules.pattern import KeywordSet
 from slurm_hooks.timeline.scan import Hit, Scanner
 
 RESCAN_AFTER = 2000  # hits in a row for spent families before the scan goes on without their keywords
 
 
-class FamilyCap:
-    def __init__(self, rules: Sequence[Rule], cap: int) -> None:
+class KeywordIndex:
+    """Each keyword of some rules once, with the rules that hold it: a line costs one pass of RE2's
+    Set, not one substring test per keyword. Built once a bundle for each kind of file."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
+        self.keywords = list(dict.fromkeys(k for r in self.rules for k in r.keywords))  # in pack order
+        holders: dict[str, list[int]] = {}  # the rules' places, so each list is in pack order
+        for i, rule in enumerate(self.rules):
+            for k in rule.keywords:
+                holders.setdefault(k, []).append(i)
+        self._holders = list(holders.values())
+        self._set = KeywordSet(list(holders)) if holders else None
+
+    def rules_in(self, line: str) -> list[Rule]:
+        found = [self._holders[i] for i in self._set.found(line)] if self._set else []
+        order = found[0] if len(found) == 1 else sorted({i for holders in found for i in holders})
+        return [self.rules[i] for i in order]
+
+
+class FamilyCap:
+    def __init__(self, index: KeywordIndex | None, cap: int) -> None:
+        self.index = index
         self.cap = cap
         self.examined: Counter[str] = Counter()
         self.cut: Counter[str] = Counter()
-        # Each keyword once, with the rules (by their place in the pack) that hold it: a line costs
-        # one substring test per distinct keyword, not one per rule and keyword.
-        self.holders: dict[str, list[int]] = {}
-        for i, rule in enumerate(self.rules):
-            for k in rule.keywords:
-                self.holders.setdefault(k, []).append(i)
-        self._pairs = tuple(self.holders.items())  # a flat loop: the hottest one on a big job's log
 
     def candidates(self, line: str) -> list[Rule]:
         """Rules with a keyword in `line` whose family still has work left; counts the line."""
-        found = [holders for k, holders in self._pairs if k in line]
-        # each holders list is in pack order already: one keyword's rules need no sort
-        order = found[0] if len(found) == 1 else sorted({i for holders in found for i in holders})
-        hit = [self.rules[i] for i in order]
-        families = {r.family for r in hit}
+        hit = self.index.rules_in(line) if self.index else []
+        spent = self.admit({r.family for r in hit})
+        return [r for r in hit if r.family not in spent]
+
+    def admit(self, families: Iterable[str]) -> set[str]:
+        """Counts a line for `families`: those whose work is spent, it is cut for (counted only)."""
+        spent = set()
         for family in families:
             if self.examined[family] >= self.cap:
                 self.cut[family] += 1
+                spent.add(family)
             else:
                 self.examined[family] += 1
-        return [r for r in hit if not self.cut[r.family]]
+        return spent
 
     def live_keywords(self, keywords: Sequence[str]) -> list[str]:
-        live = {k for r in self.rules if self.examined[r.family] < self.cap for k in r.keywords}
+        rules = self.index.rules if self.index else []
+        live = {k for r in rules if self.examined[r.family] < self.cap for k in r.keywords}
         return [k for k in keywords if k in live]
 
     def notes(self, source: str) -> list[str]:
@@ -58,15 +77,29 @@ class FamilyCap:
         ]
 
 
+@dataclass(frozen=True)
+class Span:
+    """A file's lines after line `after` (which starts at byte `offset`) up to the one at byte `stop`."""
+
+    after: int = 0
+    offset: int = 0
+    stop: int | None = None  # None: to the end
+
+
+WHOLE = Span()
+
+
 def capped_hits(
-    file: BundleFile, scanner: Scanner, keywords: Sequence[str], cap: FamilyCap, notes: list[str]
+    file: BundleFile, scanner: Scanner, keywords: Sequence[str], cap: FamilyCap, notes: list[str], span: Span = WHOLE
 ) -> Iterator[tuple[Hit, list[Rule]]]:
-    """(hit, candidate rules) for each line of `file` some family with work left may match."""
-    live, after, offset = list(keywords), 0, 0
+    """(hit, candidate rules) for each line of `file` (within `span`) some family with work left may match."""
+    live, after, offset = list(keywords), span.after, span.offset
     while live:
         with file.open() as fh:
             idle = 0
             for hit in scanner.scan(fh, live, notes, after, offset):
+                if span.stop is not None and hit.offset >= span.stop:
+                    return
                 rules = cap.candidates(hit.text)
                 idle = 0 if rules else idle + 1
                 if rules:

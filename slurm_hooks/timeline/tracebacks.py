@@ -29,6 +29,7 @@ MAX_TEXT = 400
 _CHUNK = 1 << 20
 
 _HEADER = re.compile(r"^(\s*)(?:traceback\s*:\s*)?Traceback \(most recent call last\):\s*$")
+_HEADER_WORDS = "Traceback (most recent call last):"  # in every header: a substring test spares the pattern
 _FRAME = re.compile(r'^(\s*)File "(?P<file>[^"]{1,500})", line (?P<line>\d{1,9})')
 _CHAINED = re.compile(
     r"^\s*(?:During handling of the above exception, another exception occurred:"
@@ -64,7 +65,7 @@ class Block:
     lines_after: int = 0  # lines of the stream after the block (launcher lines not counted)
     header_indent: int = 0
     frame_indent: int | None = None
-    frame: str | None = None
+    frame_line: str | None = None  # the last `File "...", line N` line: made a `file:N` only when something raises
     state: str = "frames"  # frames -> raised -> (chained -> frames ...) -> done
     stream_lines: int = 0
 
@@ -105,7 +106,7 @@ def read_blocks(
             if offset - first.offset > MAX_READ:
                 cut = True
                 break
-            stream, body = stream_of(decode(raw[:MAX_LINE]))
+            stream, body = stream_of(decode(raw))  # _lines keeps a line's first MAX_LINE bytes only
             if stream not in streams:
                 continue
             if line_no in logged:
@@ -113,7 +114,7 @@ def read_blocks(
                 assert start.logged is not None
                 last[stream] = Block(stream, line_no, offset, [start.logged], state="done")
                 continue
-            header = _HEADER.match(body)
+            header = _HEADER.match(body) if _HEADER_WORDS in body else None
             block = last.get(stream)
             if header and (block is None or block.state != "chained"):
                 last[stream] = Block(stream, line_no, offset, header_indent=len(header.group(1)))
@@ -141,7 +142,7 @@ def _step(
         return
     if b.state == "chained":
         if header:
-            b.state, b.frame_indent, b.frame = "frames", None, None
+            b.state, b.frame_indent, b.frame_line = "frames", None, None
         elif stripped:
             b.state = "done"
         return
@@ -152,17 +153,21 @@ def _step(
             b.state = "done"
             _step(b, body, line_no, offset, header, parse, went_on)
         return
-    frame = _FRAME.match(body)
-    if frame:
-        b.frame_indent = len(frame.group(1))
-        b.frame = f"{frame.group('file').rsplit('/', 1)[-1]}:{frame.group('line')}"
-        return
     indent = len(body) - len(body.lstrip())
+    if stripped.startswith('File "') and _FRAME.match(body):  # the common line: a frame, its text kept for later
+        b.frame_indent, b.frame_line = indent, body
+        return
     limit = b.frame_indent if b.frame_indent is not None else b.header_indent + 1
     if stripped and indent < limit and (got := parse(stripped)) is not None:
         exc_type, message = got
-        b.chain.append(Raised(exc_type, message, b.frame, line_no, offset, stripped[:MAX_TEXT]))
+        b.chain.append(Raised(exc_type, message, _frame(b.frame_line), line_no, offset, stripped[:MAX_TEXT]))
         b.state = "raised"
+
+
+def _frame(line: str | None) -> str | None:
+    """`train.py:41` of a `File "/x/train.py", line 41, in f` line."""
+    frame = _FRAME.match(line) if line is not None else None
+    return f"{frame.group('file').rsplit('/', 1)[-1]}:{frame.group('line')}" if frame else None
 
 
 def _lines(fh: BinaryIO, offset: int, line_no: int, term: bytes) -> Iterator[tuple[int, int, bytes]]:
