@@ -3,12 +3,15 @@ noisy lines, the pid map."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from slurm_hooks.diagnose.pidmap import build_pid_map, rank_of
 from slurm_hooks.diagnose.render import to_text
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.hosts import NodeNames
-from slurm_hooks.timeline.noise import printable, segments
+from slurm_hooks.timeline.noise import _CONTROL, printable, segments, strip_ansi
 from slurm_hooks.timeline.prefixes import strip_prefixes
 
 
@@ -46,6 +49,14 @@ def test_launcher_prefixes_are_stripped_only_for_the_jobs_hosts(pack: RulePack) 
     assert (pre.rank, pre.body) == (5, "Fatal Python error: Segmentation fault")
     pre = strip_prefixes("[1,5]<stdout>:[rank9]:x", pack.launchers, hosts)
     assert pre.rank == 9  # torch's own [rankN] is the more specific
+
+
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"))
+    | st.sampled_from(["plain", "é∂ ok", "a\x1b[31mb", "\x9b1mx", "\u2028"])
+)
+def test_a_line_with_no_control_character_is_shown_as_it_is_and_any_other_cleaned_in_full(text: str) -> None:
+    assert printable(text) == _CONTROL.sub("?", strip_ansi(text))
 
 
 def test_noisy_lines_are_read_per_segment_and_printed_without_control_bytes() -> None:

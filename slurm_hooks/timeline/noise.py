@@ -25,6 +25,8 @@ def strip_ansi(text: str) -> str:
 
 def printable(text: str) -> str:
     """`text` without escapes, every other control byte (also `\\r`) shown as `?`: safe on a terminal."""
+    if text.isprintable():  # no control character at all (every escape starts with one): most lines
+        return text
     return _CONTROL.sub("?", strip_ansi(text))
 
 
