@@ -5,10 +5,10 @@ The Epilog's diagnosis of a large job is pure-Python work on a node whose job ha
 CPUs are free: a thousand-node job's log and kernel files scanned on two or more of them take a
 fraction of the time (bench/scale.py). A child's answer crosses as `send` makes it (tuples of
 strings and numbers pickle fast; objects that refer to the rule pack would drag copies of it) and
-is made whole again by `receive`. A child that fails, dies
-or sends what cannot be read has its call run again here, and `notes` says so: nothing is lost to a
-worker. A child leads its own process group and is registered with core.proc, so a hook that runs
-out of time kills it with everything else it started.
+is made whole again by `receive`. A child that fails, dies or sends what cannot be read has its
+call run again here, and `notes` says so: nothing is lost to a worker. A child leads its own
+process group and is registered with core.proc, so a hook that runs out of time kills it with
+everything else it started.
 """
 
 from __future__ import annotations

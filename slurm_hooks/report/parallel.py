@@ -51,10 +51,6 @@ class Counting:
         return Tally(self.spool, self.details_limit, self.filters.label, self.window, self.cluster)
 
 
-def cpus() -> int:
-    return len(os.sched_getaffinity(0))
-
-
 def count_rows(rows: Iterable[AccountingRow], counting: Counting) -> Tally:
     """The tally of rows read by any Slurm backend, in this process."""
     tally, reader = counting.tally(), counting.reader()

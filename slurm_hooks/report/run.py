@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from slurm_hooks.config import Config
+from slurm_hooks.core.forked import cpus
 from slurm_hooks.report.aggregate import Tally, Window
 from slurm_hooks.report.coverage import SpoolView
-from slurm_hooks.report.parallel import Counting, count_rows, count_stream, cpus
+from slurm_hooks.report.parallel import Counting, count_rows, count_stream
 from slurm_hooks.report.read import Filters, Racks
 from slurm_hooks.report.summary import summarize
 from slurm_hooks.slurm.client import AccountingRow

@@ -152,4 +152,4 @@ class KeywordSet:
 
     def found(self, text: str) -> list[int]:
         """The places in `literals` of those in `text`."""
-        return self._set.Match(text.encode("utf-8", "surrogateescape")) or []
+        return self._set.Match(text.encode("utf-8", "surrogatepass")) or []  # a lone surrogate is no keyword

@@ -79,7 +79,8 @@ class FamilyCap:
 
 @dataclass(frozen=True)
 class Span:
-    """A file's lines after line `after` (which starts at byte `offset`) up to the one at byte `stop`."""
+    """A file's lines after line `after` (which starts at byte `offset`; with `after` 0, the line there
+    is line 1) up to the one that starts at byte `stop`, as the scanners count them."""
 
     after: int = 0
     offset: int = 0
