@@ -6,6 +6,9 @@ import json
 import shutil
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from slurm_hooks.bundle import BundleFile, load_bundle
 from slurm_hooks.diagnose import diagnose
 from slurm_hooks.diagnose.exceptions import MIN_STREAMS, clean
@@ -197,3 +200,28 @@ def test_without_torchruns_witness_the_first_printed_would_be_the_root(tmp_path:
     log.write_text(log.read_text().replace("exitcode  : -15 (pid: 88189)", "exitcode  : 1 (pid: 88189)"))
     got = diagnose(load_bundle(path), pack)
     assert (got.label, got.root_rank) == ("app_exception", 1)
+
+
+@given(
+    st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    st.booleans(),
+    st.integers(min_value=1, max_value=50),
+)
+def test_lines_are_read_with_their_numbers_offsets_and_a_long_ones_head_only(
+    lines: list[bytes], final_newline: bool, chunk: int
+) -> None:
+    """Over chunk boundaries anywhere, and lines longer than the kept head (both made small here)."""
+    import io
+    from unittest import mock
+
+    from slurm_hooks.timeline import tracebacks
+
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    want, offset = [], 0
+    for no, line in enumerate(data.split(b"\n"), start=1):
+        if line or offset < len(data):
+            want.append((no + 4, offset + 3, line[:16]))
+        offset += len(line) + 1
+    with mock.patch.object(tracebacks, "_CHUNK", chunk), mock.patch.object(tracebacks, "MAX_LINE", 16):
+        got = list(tracebacks._lines(io.BytesIO(b"xyz" + data), 3, 5, b"\n"))
+    assert got == want

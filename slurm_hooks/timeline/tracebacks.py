@@ -106,7 +106,7 @@ def read_blocks(
             if offset - first.offset > MAX_READ:
                 cut = True
                 break
-            stream, body = stream_of(decode(raw))  # _lines keeps a line's first MAX_LINE bytes only
+            stream, body = split_stream(decode(raw))  # _lines keeps a line's first MAX_LINE bytes only
             if stream not in streams:
                 continue
             if line_no in logged:
@@ -173,22 +173,19 @@ def _frame(line: str | None) -> str | None:
 def _lines(fh: BinaryIO, offset: int, line_no: int, term: bytes) -> Iterator[tuple[int, int, bytes]]:
     """(line number, offset, bytes) from `offset`, which starts line `line_no`; a long line's head only."""
     fh.seek(offset)
-    buf, skipping = b"", False
+    buf, skipping = b"", False  # skipping: the line `buf` ends in had its head given, the rest is dropped
     while chunk := fh.read(_CHUNK):
-        buf += chunk
-        start = 0
-        while (end := buf.find(term, start)) >= 0:
+        *whole, buf = (buf + chunk).split(term)  # the lines of a chunk at C speed; the last may go on
+        for raw in whole:
             if not skipping:
-                yield line_no, offset + start, buf[start : min(end, start + MAX_LINE)]
+                yield line_no, offset, raw[:MAX_LINE]
             skipping = False
             line_no += 1
-            start = end + 1
-        if len(buf) - start > MAX_LINE:  # an over-long line: keep its head, skip to its end
+            offset += len(raw) + 1
+        if len(buf) > MAX_LINE:  # an over-long line: keep its head, skip to its end
             if not skipping:
-                yield line_no, offset + start, buf[start : start + MAX_LINE]
+                yield line_no, offset, buf[:MAX_LINE]
             skipping = True
             offset, buf = offset + len(buf), b""
-            continue
-        offset, buf = offset + start, buf[start:]
     if buf and not skipping:
         yield line_no, offset, buf[:MAX_LINE]
