@@ -68,3 +68,20 @@ def test_the_keyword_index_finds_the_rules_a_substring_test_of_each_keyword_find
         for line in lines:
             want = [r for r in rules if any(k in line for k in r.keywords)]
             assert index.rules_in(line) == want, line
+
+
+def test_a_job_logs_family_budget_grows_with_the_jobs_nodes(tmp_path: Path, pack) -> None:
+    """Every rank prints per-rank families (torchrun's summary, tracebacks, watchdog reports): a fixed
+    budget would cut a large job's later ranks, which would then look silent."""
+    nodes = [f"n{i}" for i in range(10)]
+    job = {**JOB, "nodes": nodes}
+    ended = "".join(f"srun: error: {nodes[i % 10]}: task {i}: Exited with exit code 1\n" for i in range(400))
+    root = write_bundle(tmp_path / "b", job, {"job.out": ended + CRASH})
+    got = diagnose(load_bundle(root, Limits(hits_per_family=100)), pack)
+    cut = [s for s in got.skipped if "more 'task_exit' lines" in s]
+    # 32 a node of 10 is 320, more than the limit of 100: 80 of the 400 are counted only
+    assert cut == [
+        "logs/job.out: 80 more 'task_exit' lines counted, not examined (32 a node of the job's 10, up to 4x "
+        "limits.hits_per_family=100)"
+    ], got.skipped
+    assert got.label == "checkpoint_segfault"

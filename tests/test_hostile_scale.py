@@ -30,6 +30,7 @@ from slurm_hooks.bundle import load_bundle
 from slurm_hooks.cli import main
 from slurm_hooks.config import Budgets
 from slurm_hooks.diagnose import diagnose
+from slurm_hooks.timeline.hits import MAX_GROWTH
 from tests.epilog_fakes import FakeKernel
 from tests.reliability import Row, record
 from tests.test_epilog import Rig
@@ -286,3 +287,50 @@ def test_without_a_node_list_the_hosts_the_lines_name_bound_the_ranks(tmp_path: 
     (root / "logs/job.out").write_text("\n".join(lines) + "\n" + WATCHDOG.replace("[rank0]", "[rank1000]"))
     got = diagnose(load_bundle(root), pack)
     assert not any("possible ranks ignored" in s for s in got.skipped)  # 300 hosts: rank 1000 is possible
+
+
+FLOOD_RSS_MB = 1024  # a flood of every family at the grown budget holds its lines' events: under a GiB
+
+_JOB_2000 = {
+    "job_id": "2000",
+    "state": "FAILED",
+    "exit_code": "1:0",
+    "start_time": "2026-01-05T10:00:00+00:00",
+    "end_time": "2026-01-05T11:00:00+00:00",
+}
+
+
+def test_every_family_flooded_on_a_2000_node_job_stays_in_the_epilogs_budget(tmp_path: Path, pack) -> None:
+    """A job log's family budget grows with the job (32 a node, up to 4x limits.hits_per_family): the
+    worst a log can do is flood every family to it. Run as the Epilog runs it, in a process of its own."""
+    per_family = MAX_GROWTH * 10_000
+    nodes = [f"n{i:05d}" for i in range(2000)]
+    root = tmp_path / "b"
+    (root / "logs").mkdir(parents=True)
+    job = {**_JOB_2000, "nodes": nodes}
+    (root / "job.json").write_text(json.dumps(job))
+    keywords = list({r.family: r.keywords[0] for r in pack.rules if r.applies_to("log") and r.keywords}.values())
+    with open(root / "logs" / "job.out", "w") as out:
+        for i in range(per_family + 500):  # 500 past the budget: those are counted only
+            out.writelines(f"{i % 8000}: [2026-01-05 10:30:00] {k} {i} x\n" for k in keywords)
+    config = tmp_path / "config.yaml"
+    config.write_text(f"log_file: ''\nspool_dir: {tmp_path}/spool\n")
+    t0 = time.perf_counter()
+    child = subprocess.run(
+        [sys.executable, "-c", _CHILD, "diagnose", "--json", str(root), "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=BUDGET_S * 2,
+    )
+    seconds = time.perf_counter() - t0
+    assert "Traceback" not in child.stderr, child.stderr[-2000:]
+    said = json.loads(child.stdout.splitlines()[-1])
+    doc = json.loads("\n".join(child.stdout.splitlines()[:-1]))
+    fault = f"every one of {len(keywords)} log families' keywords, {per_family + 500:,} lines each, on a 2,000-node job"
+    if os.environ.get("RELIABILITY_OUT"):
+        checked = (
+            "`diagnose` in its own process as the Epilog runs it (RSS of it and its scan workers); the rest counted"
+        )
+        record(Row(fault, checked, seconds, BUDGET_S, [said["rc"]], 0, 0, said["peak_mb"], where="unit", annotated="-"))
+    assert said["rc"] == 0 and seconds < BUDGET_S and said["peak_mb"] < FLOOD_RSS_MB, (seconds, said)
+    assert any("500 more" in s and f"up to {MAX_GROWTH}x" in s for s in doc["skipped"]), doc["skipped"]

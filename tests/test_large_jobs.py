@@ -75,3 +75,28 @@ def test_hung_node_is_the_one_whose_ranks_never_report(tmp_path: Path, pack) -> 
     assert (got.label, got.root_node, got.root_rank) == ("nccl_timeout", stuck, None)
     assert got.details["silent_ranks"] == list(silent)
     assert any("blocked for more than" in e["line"] for e in got.evidence)
+
+
+def test_a_hung_node_among_10400_ranks_reporting_is_still_the_one_silent(tmp_path: Path, pack) -> None:
+    """2,600 nodes: more ranks report the watchdog than limits.hits_per_family (10,000) lets one family
+    examine in a file. The budget grows with the job's nodes, so no reporting rank looks silent."""
+    nodes = [f"gb-r{r:03d}-c{c:02d}" for r in range(1, 131) for c in range(1, 21)]
+    ranks = 4 * len(nodes)
+    stuck = 1999
+    silent = range(stuck * 4, stuck * 4 + 4)
+    lines = [f"    0: using world size: {ranks}"]
+    lines += [f"{r:>5}:  [2025-11-18 02:41:{r % 60:02d}] iteration 2000/100000 | lm loss: 2.37 |" for r in range(ranks)]
+    lines += [_timeout(r, 10 + r % 40) for r in range(ranks) if r not in silent]
+    job = {
+        "job_id": "9902600",
+        "state": "FAILED",
+        "exit_code": "134:0",
+        "derived_exit_code": "0:6",
+        "start_time": "2025-11-18T00:00:00+00:00",
+        "end_time": "2025-11-18T02:53:00+00:00",
+        "nodes": nodes,
+    }
+    got = diagnose(load_bundle(write_bundle(tmp_path, job, {"job.out": "\n".join(lines) + "\n"})), pack)
+    assert (got.label, got.root_node, got.root_rank) == ("nccl_timeout", nodes[stuck], None)
+    assert got.details["silent_ranks"] == list(silent)
+    assert not [s for s in got.skipped if "lines counted, not examined" in s], got.skipped

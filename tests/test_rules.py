@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurm_hooks.rules import RulePackError, load_rule_pack
+from slurm_hooks.rules.pattern import any_of
 from slurm_hooks.timeline.prefixes import strip_prefixes
 
 
@@ -583,3 +584,25 @@ def test_rule_patterns_answer_as_pyre2s_own_str_search() -> None:
             data = line.encode()
             assert direct(data) == public(data), (text, line)
     assert matched > 200  # the lines exercise the rules, not only their misses
+
+
+_PROGRESS_LIKE = [
+    " iteration   500/ 100000 | ",
+    "step=3 ",
+    " loss",
+    "LOSS",
+    "{'loss': ",
+    "=== 3 passed in 1.2s",
+    "Ran 4 tests in 0.3s",
+    "Ran ",
+    "===",
+]
+
+
+_PROGRESS = load_rule_pack().progress
+
+
+@given(st.lists(st.sampled_from(_PROGRESS_LIKE) | st.text(max_size=8), max_size=6).map("".join))
+def test_any_progress_pattern_in_one_pass_is_any_of_them_searched_one_by_one(text: str) -> None:
+    assert len(_PROGRESS) >= 5
+    assert any_of(_PROGRESS)(text) == any(p.search(text) is not None for p in _PROGRESS)

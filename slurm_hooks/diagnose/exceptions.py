@@ -23,6 +23,7 @@ from slurm_hooks.bundle import Bundle, BundleFile
 from slurm_hooks.diagnose.exception_place import Placer
 from slurm_hooks.diagnose.ranks import RankMap
 from slurm_hooks.rules import Rule, RulePack
+from slurm_hooks.rules.pattern import any_of
 from slurm_hooks.timeline.clocks import ClockContext
 from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.scan import Hit
@@ -72,6 +73,7 @@ class _Finder:
             (r for r in exception_rules if pack.has(r.family, "exception_kind")), key=lambda r: -r.priority
         )
         self.consequences = [r for r in exception_rules if pack.has(r.family, "consequence")]
+        self.progress = any_of(pack.progress)  # asked of every line a rank printed after its traceback
         self.starts: dict[str, list[Event]] = {}
         for ev in events:
             if ev.source.startswith("logs/") and (
@@ -139,7 +141,7 @@ class _Finder:
         return (fields["exc_type"], fields.get("msg", "")) if fields and "exc_type" in fields else None
 
     def _went_on(self, body: str) -> bool:
-        return any(p.search(body) for p in self.pack.progress)
+        return self.progress(body)
 
     def _event(self, rel: str, block: Block, head: Event | None) -> Event | None:
         cause = block.chain[0]

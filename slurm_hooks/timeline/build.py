@@ -17,7 +17,7 @@ from slurm_hooks.core.times import parse_iso, zone_named
 from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.events import Event, Timeline
-from slurm_hooks.timeline.hits import FamilyCap, KeywordIndex, Span, capped_hits
+from slurm_hooks.timeline.hits import FamilyCap, KeywordIndex, Span, capped_hits, log_cap
 from slurm_hooks.timeline.hosts import NodeNames
 from slurm_hooks.timeline.noise import printable, segments, strip_ansi
 from slurm_hooks.timeline.prefixes import Prefixed, inherit, strip_prefixes
@@ -56,7 +56,8 @@ class _Scan:
     pack: RulePack
     scanner: Scanner
     ctx: ClockContext
-    cap: int  # limits.hits_per_family
+    cap: int  # limits.hits_per_family: a kernel log's, one node's
+    log_cap: tuple[int, str]  # a job log's, which grows with the job (hits.log_cap), and why
     hosts: Callable[[str], str | None] | None  # a launcher prefix's host -> the job's node; None: no node list
     window: tuple[datetime, datetime] | None  # kernel lines outside it are another job's
     logs: KeywordIndex
@@ -65,7 +66,7 @@ class _Scan:
 
 def _scan_log_range(scan: _Scan, part: LogRange) -> LogPart:
     file, source, pack = part.file, part.file.rel, scan.pack
-    family_cap = FamilyCap(scan.logs, scan.cap)
+    family_cap = FamilyCap(scan.logs, *scan.log_cap)
     examined: list[tuple[frozenset[str], list[Event]]] = []
     said: list[str] = []
     span = Span(0, part.start, part.stop)
@@ -115,10 +116,12 @@ def _lines_in(file: BundleFile, start: int, stop: int) -> int:
     return count
 
 
-def _merge_log(file: BundleFile, parts: list[LogPart], cap: int, ctx: ClockContext, notes: list[str]) -> list[Event]:
+def _merge_log(
+    file: BundleFile, parts: list[LogPart], cap: tuple[int, str], ctx: ClockContext, notes: list[str]
+) -> list[Event]:
     """A log's ranges in file order, numbered in the file, its family cap applied over them all as one
     scan would have; then its untimed lines placed."""
-    family_cap = FamilyCap(None, cap)
+    family_cap = FamilyCap(None, *cap)
     events: list[Event] = []
     before = 0
     for part in sorted(parts, key=lambda p: p.start):
@@ -262,6 +265,7 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner, parallel: P
         scanner,
         ctx,
         bundle.limits.hits_per_family,
+        log_cap(bundle.limits.hits_per_family, len(job.nodes)),
         names.canonical if names.nodes else None,
         window,
         KeywordIndex([r for r in pack.rules if r.applies_to("log")]),
@@ -286,7 +290,7 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner, parallel: P
             parts.setdefault(part.source, []).append(part)
     events: list[Event] = []
     for file in bundle.logs:
-        events += _merge_log(file, parts.get(file.rel, []), scan.cap, ctx, notes)
+        events += _merge_log(file, parts.get(file.rel, []), scan.log_cap, ctx, notes)
     for done in scanned:  # the shares hold the nodes in order
         for found, said in done.kernels:
             events += found

@@ -19,6 +19,25 @@ from slurm_hooks.rules.pattern import KeywordSet
 from slurm_hooks.timeline.scan import Hit, Scanner
 
 RESCAN_AFTER = 2000  # hits in a row for spent families before the scan goes on without their keywords
+# A job log's lines a family examines grow with the job's nodes: each rank prints a per-rank family a
+# few times (torchrun's summary 3 lines a rank, a traceback's starts 2-3, watchdog reports 2), 8 ranks
+# a node on H100/H200. Below that, a 2,600-node job's later ranks would look silent (a hang's witness).
+# At most MAX_GROWTH times the limit: a log flooding every family then costs at most that many times
+# what it could before: 13.7 s of a 30 s Epilog, 0.8 GiB, on 2 cores (tests/test_hostile_scale.py).
+HITS_PER_NODE = 32
+MAX_GROWTH = 4
+
+
+def log_cap(hits_per_family: int, nodes: int) -> tuple[int, str]:
+    """(lines a family examines in one job log, and why that many): the limit, or HITS_PER_NODE a node."""
+    grown = min(HITS_PER_NODE * nodes, MAX_GROWTH * hits_per_family)
+    if grown > hits_per_family:
+        return (
+            grown,
+            f"{HITS_PER_NODE} a node of the job's {nodes}, up to {MAX_GROWTH}x "
+            f"limits.hits_per_family={hits_per_family}",
+        )
+    return hits_per_family, f"limits.hits_per_family={hits_per_family}"
 
 
 class KeywordIndex:
@@ -42,9 +61,10 @@ class KeywordIndex:
 
 
 class FamilyCap:
-    def __init__(self, index: KeywordIndex | None, cap: int) -> None:
+    def __init__(self, index: KeywordIndex | None, cap: int, why: str = "") -> None:
         self.index = index
         self.cap = cap
+        self.why = why or f"limits.hits_per_family={cap}"
         self.examined: Counter[str] = Counter()
         self.cut: Counter[str] = Counter()
 
@@ -72,7 +92,7 @@ class FamilyCap:
 
     def notes(self, source: str) -> list[str]:
         return [
-            f"{source}: {n} more '{family}' lines counted, not examined (limits.hits_per_family={self.cap})"
+            f"{source}: {n} more '{family}' lines counted, not examined ({self.why})"
             for family, n in sorted(self.cut.items())
         ]
 

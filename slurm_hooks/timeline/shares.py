@@ -14,8 +14,8 @@ from typing import BinaryIO
 from slurm_hooks.bundle import Bundle, BundleFile
 from slurm_hooks.timeline.scan import line_terminator
 
-PARALLEL_BYTES = 4 << 20  # a bundle's logs and kernel logs together: below this, one share
-SPLIT_BYTES = 2 << 20  # a job log larger than this is cut into ranges, one a share
+PARALLEL_BYTES = 1 << 20  # a bundle's logs and kernel logs together: below this, one share (about even there)
+SPLIT_BYTES = 512 << 10  # a job log larger than this is cut into ranges, one a share
 MAX_WORKERS = 4  # shares at most: the job log's ranges then cost more to merge than they save
 _LINE_SEARCH = 8 << 20  # bytes searched past a cut for the next line's start; past that no cut there
 _CHUNK = 1 << 16
