@@ -37,7 +37,7 @@ class Budgets(NamedTuple):
 class Limits(NamedTuple):
     """Work one job's evidence may cause, whatever its logs hold; what is cut is said in `skipped`."""
 
-    hits_per_family: int = 10_000  # keyword hits a rule family examines per file (a job log: 32 a node when more, up to 4x)
+    hits_per_family: int = 10_000  # keyword hits a family examines per file (a job log: 32 a node when more, to 4x)
     line_bytes: int = 8192  # bytes of one log line the rules see (ripgrep never holds a longer one)
     bundle_files: int = 1000  # job logs read from one bundle; per-node parts: the job's node count, at least this
     bundle_mb: int = 4096  # bytes read from one bundle's files, all together
