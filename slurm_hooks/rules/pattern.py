@@ -128,12 +128,16 @@ class BytesNeedle(Protocol):
     def search(self, data: bytes, pos: int = ..., endpos: int = ...) -> NeedleMatch | None: ...
 
 
-def literal_needle(literals: list[str]) -> BytesNeedle:
-    """One RE2 pattern finding any of `literals` in raw bytes (linear; fast up to MAX_KEYWORDS)."""
+def _literal_options() -> Any:
     options = re2.Options()
     options.log_errors = False
     options.max_mem = 32 << 20  # room for the DFA of MAX_KEYWORDS literals, so it never falls back to the NFA
-    needle: BytesNeedle = re2.compile(b"|".join(re2.escape(k.encode()) for k in literals), options)
+    return options
+
+
+def literal_needle(literals: list[str]) -> BytesNeedle:
+    """One RE2 pattern finding any of `literals` in raw bytes (linear; fast up to MAX_KEYWORDS)."""
+    needle: BytesNeedle = re2.compile(b"|".join(re2.escape(k.encode()) for k in literals), _literal_options())
     return needle
 
 
@@ -142,10 +146,7 @@ class KeywordSet:
     hundred keywords as with one, where a substring test per keyword grows with the pack."""
 
     def __init__(self, literals: list[str]) -> None:
-        options = re2.Options()
-        options.log_errors = False
-        options.max_mem = 32 << 20  # as literal_needle: MAX_KEYWORDS literals stay on the DFA
-        self._set = re2.Set.SearchSet(options)
+        self._set = re2.Set.SearchSet(_literal_options())
         for literal in literals:
             self._set.Add(re2.escape(literal.encode()))
         self._set.Compile()
