@@ -68,7 +68,7 @@ typecheck: venv  ## mypy --strict on slurm_hooks/ (settings in pyproject.toml)
 bench: venv  ## speed claims, as ratios against baselines measured in the same run (needs only the venv)
 	$(BIN)/python bench/prolog_imports.py
 	$(BIN)/python bench/hook_startup.py
-	$(BIN)/python bench/scan_throughput.py
+	$(BIN)/python -m bench.scan_throughput
 	$(BIN)/python bench/epilog_wall.py
 	$(BIN)/python bench/bounded_call.py
 	$(BIN)/python bench/report_scale.py

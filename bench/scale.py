@@ -8,7 +8,11 @@ in the same run. Targets: time grows linearly (2,304 nodes <= 20x 144 nodes), <=
 ripgrep pass at 1,152 nodes, peak RSS <= 200 MiB at 2,304 nodes, and the right label, root node
 and root rank at every size. Then the scanner choice at 1,152 nodes (in-process for small files
 against one rg process per file), and the lead node's Epilog over 1,152 parts
-(bench/scale_epilog.py). Best of three runs each; warm page cache.
+(bench/scale_epilog.py). Then two jobs where every rank fails, at 576, 1,152 and 2,304 nodes: a
+torchrun job whose every rank raises the same error (every traceback placed on its rank), and a
+job whose every rank segfaults at once (every crash its own fault, every dump placed between its
+neighbours): the work for one rank must not grow with the job (2,304 nodes <= 5x 576 nodes, 4x
+the job). Best of three runs each; warm page cache.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from bench.scale_bundle import Expected, make_bundle
+from bench.peak import PROBE, peak_mib
+from bench.scale_bundle import Expected, make_all_crashed_bundle, make_bundle, make_torchrun_bundle
 from bench.scale_epilog import concurrent_writers, synthetic_spool
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose import diagnose
@@ -32,6 +38,9 @@ from slurm_hooks.timeline.scan import SMALL_FILE, ResilientScanner, find_rg
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (18, 144, 576, 1152, 2304)
+Row = dict[str, object]
+EVERY_RANK_SIZES = (576, 1152, 2304)
+EVERY_RANK_FAILS = {"torchrun_every_rank_raises": make_torchrun_bundle, "every_rank_segfaults": make_all_crashed_bundle}
 TRIES = 3
 
 
@@ -51,25 +60,17 @@ def _best(cmd: list[str]) -> float:
     return best
 
 
-# The diagnose process prints its own peak RSS and its children's (rg, where it runs one) on stderr.
-_PROBE = (
-    "import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
-    "print(max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)),"
-    " file=sys.stderr); sys.exit(rc)"
-)
-
-
 def _diagnose(bundle: Path, env: dict[str, str]) -> tuple[float, float, dict[str, object]]:
     best, peak, doc = float("inf"), 0.0, {}
     for _ in range(TRIES):
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-c", _PROBE, "diagnose", "--json", str(bundle)], capture_output=True, env=env
+            [sys.executable, "-c", PROBE, "diagnose", "--json", str(bundle)], capture_output=True, env=env
         )
         best = min(best, time.perf_counter() - t0)
         if proc.returncode != 0:
             raise SystemExit(proc.stderr.decode()[-2000:])
-        peak = max(peak, int(proc.stderr.decode().split()[-1]) / 1024)
+        peak = max(peak, peak_mib(proc.stderr.decode()))
         doc = json.loads(proc.stdout)
     return best, peak, doc
 
@@ -102,6 +103,25 @@ def _in_process(bundle: Path, small_bytes: int) -> float:
     return best
 
 
+def _every_rank_rows(
+    out: Path, env: dict[str, str], name: str, make: Callable[[Path, int], Expected]
+) -> dict[int, Row]:
+    """A job where every rank fails: diagnose time and answer by size."""
+    rows: dict[int, Row] = {}
+    print(f"\n{name}\n{'nodes':>6} {'MiB':>6} {'diagnose s':>10} {'RSS MiB':>8}  answer")
+    for n in EVERY_RANK_SIZES:
+        bundle = out / f"{name}-{n}"
+        shutil.rmtree(bundle, ignore_errors=True)
+        want = make(bundle, n)
+        mib = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()) / (1 << 20)
+        t_d, rss, doc = _diagnose(bundle, env)
+        right = (doc["label"], doc["root_node"], doc["root_rank"]) == (want.label, want.root_node, want.root_rank)
+        rows[n] = {"MiB": round(mib, 1), "diagnose_s": round(t_d, 3), "peak_rss_MiB": round(rss, 1), "right": right}
+        print(f"{n:>6} {mib:>6.1f} {t_d:>10.3f} {rss:>8.1f}  {'right' if right else 'WRONG'}")
+        shutil.rmtree(bundle, ignore_errors=True)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=ROOT / "bench/out")
@@ -115,7 +135,7 @@ def main() -> int:
     config.write_text("")  # the shipped defaults, whatever /etc/slurm-hooks/config.yaml here says
     env = {**os.environ, "SLURM_HOOKS_CONFIG": str(config)}
 
-    rows: dict[int, dict[str, object]] = {}
+    rows: dict[int, Row] = {}
     print(
         f"{'nodes':>6} {'files':>6} {'MiB':>6} {'diagnose s':>10} {'rg s':>6} {'x rg':>6} {'in-proc s':>9} "
         f"{'x rg':>5} {'RSS MiB':>8}  answer"
@@ -181,8 +201,18 @@ def main() -> int:
     if 2304 in rows:
         rss = float(rows[2304]["peak_rss_MiB"])  # type: ignore[arg-type]
         verdict["rss_at_2304"] = {"MiB": rss, "target": "<= 200", "met": rss <= 200}
-    verdict["all_right"] = all(r["right"] for r in rows.values())
-    print(json.dumps({"cores": os.cpu_count(), "sizes": rows, **verdict}, indent=1))
+    every_rank = {name: _every_rank_rows(args.out, env, name, make) for name, make in EVERY_RANK_FAILS.items()}
+    for name, by_size in every_rank.items():
+        first, last = min(by_size), max(by_size)
+        growth = float(by_size[last]["diagnose_s"]) / float(by_size[first]["diagnose_s"])  # type: ignore[arg-type]
+        verdict[f"{name}_growth_{last}_over_{first}"] = {
+            "ratio": round(growth, 2),
+            "target": f"<= {1.25 * last / first:g} ({last // first}x the job)",
+            "met": growth <= 1.25 * last / first,
+        }
+    shapes = [r for by_size in every_rank.values() for r in by_size.values()]
+    verdict["all_right"] = all(r["right"] for r in [*rows.values(), *shapes])
+    print(json.dumps({"cores": os.cpu_count(), "sizes": rows, **every_rank, **verdict}, indent=1))
     met = all(v.get("met", True) for v in verdict.values() if isinstance(v, dict))
     return 0 if met and verdict["all_right"] else 1
 

@@ -5,6 +5,14 @@ in crc32_16bytes during it (faulthandler dump, srun's line, the kernel's line wi
 every other rank then logs a watchdog timeout and a 12-frame traceback; every node's kernel
 log holds 200 lines (boot noise, link and peermem lines, a few outside the job's window).
 Used by bench/scale.py at full size and by the tests at a size CI can afford.
+
+And a torchrun job under srun (one agent a node) whose every rank raises the same error, a data
+bug every rank hits: each rank's traceback behind c10's `[rankN]:`, each agent's failure summary
+with a `traceback :` per rank, srun's line per node. Every rank's block is placed on its rank.
+
+And a job whose every rank segfaults at once (a broken build): faulthandler's untimed dump per
+rank, srun's line per node, the kernel's line per rank with its pid. Every crash is grouped into
+its own fault and every dump placed between its neighbours' stamps.
 """
 
 from __future__ import annotations
@@ -134,18 +142,141 @@ def make_bundle(root: Path, n_nodes: int) -> Expected:
     )
     (root / "logs" / "job.out").write_text(_job_log(nodes, crashed))
     for i, node in enumerate(nodes):
-        facts = {
-            "node": node,
-            "driver_version": "580.95.05",
-            "cdmm": "on",
-            "ncore_version": "3.6.2",
-            "gpu_model": "NVIDIA GB200",
-            "gpu_count": RANKS_PER_NODE,
-            "arch": "aarch64",
-            "timezone": "UTC",
-            "boot_time": BOOT,
-        }
-        (root / "nodes" / f"{node}.json").write_text(json.dumps(facts))
+        (root / "nodes" / f"{node}.json").write_text(json.dumps(_facts(node)))
         here = crashed if i == crashed // RANKS_PER_NODE else None
         (root / "kernel" / f"{node}.log").write_text(_kernel_log(node, here))
     return Expected("cdmm_checkpoint_segfault", nodes[crashed // RANKS_PER_NODE], crashed)
+
+
+_MISSING = "FileNotFoundError: [Errno 2] No such file or directory: '/datasets/run7/manifest.jsonl'"
+
+
+def _facts(node: str, cdmm: str = "on") -> dict[str, object]:
+    return {
+        "node": node,
+        "driver_version": "580.95.05",
+        "cdmm": cdmm,
+        "ncore_version": "3.6.2",
+        "gpu_model": "NVIDIA GB200",
+        "gpu_count": RANKS_PER_NODE,
+        "arch": "aarch64",
+        "timezone": "UTC",
+        "boot_time": BOOT,
+    }
+
+
+def _summary_entry(task: int, node: str, rank: int, local: int) -> list[str]:
+    return [
+        f"{task}: [{local}]:",
+        f"{task}:   time      : 2026-12-01_10:37:39",
+        f"{task}:   host      : {node}",
+        f"{task}:   rank      : {rank} (local_rank: {local})",
+        f"{task}:   exitcode  : 1 (pid: {30000 + local})",
+        f"{task}:   error_file: /tmp/torchelastic/{local}/error.json",
+        f"{task}:   traceback : Traceback (most recent call last):",
+        f'{task}:     File "/opt/run7/train.py", line 46, in main',
+        f"{task}:   {_MISSING}",
+        f"{task}:   ",
+    ]
+
+
+def _torchrun_log(nodes: list[str]) -> str:
+    out = [f"{t}: using world size: {len(nodes) * RANKS_PER_NODE}" for t in range(len(nodes))]
+    for t in range(len(nodes)):
+        for local in range(RANKS_PER_NODE):
+            r = t * RANKS_PER_NODE + local
+            out += [
+                f"{t}: [rank{r}]: Traceback (most recent call last):",
+                f'{t}: [rank{r}]:   File "/opt/run7/train.py", line 46, in <module>',
+                f"{t}: [rank{r}]:     main()",
+                f"{t}: [rank{r}]: {_MISSING}",
+            ]
+    for t, node in enumerate(nodes):
+        out.append(
+            f"{t}: E1201 10:37:40.288000 28425 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+            f"(exitcode: 1) local_rank: 0 (pid: 30000) of binary: /usr/bin/python3"
+        )
+        out += [
+            f"{t}: Traceback (most recent call last):",
+            f'{t}:   File "/usr/local/bin/torchrun", line 8, in <module>',
+            f"{t}: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+            f"{t}: ============================================================",
+            f"{t}: Failures:",
+        ]
+        for local in range(1, RANKS_PER_NODE):
+            out += _summary_entry(t, node, t * RANKS_PER_NODE + local, local)
+        out.append(f"{t}: Root Cause (first observed failure):")
+        out += _summary_entry(t, node, t * RANKS_PER_NODE, 0)
+        out.append(f"{t}: ============================================================")
+    out += [f"srun: error: {node}: task {t}: Exited with exit code 1" for t, node in enumerate(nodes)]
+    return "\n".join(out) + "\n"
+
+
+def make_torchrun_bundle(root: Path, n_nodes: int) -> Expected:
+    """Write the bundle of an `n_nodes` torchrun job whose every rank raised the same error under `root`."""
+    nodes = node_names(n_nodes)
+    for part in ("logs", "nodes"):
+        (root / part).mkdir(parents=True, exist_ok=True)
+    job = {
+        "job_id": f"7800{n_nodes}",
+        "state": "FAILED",
+        "exit_code": "1:0",
+        "derived_exit_code": "1:0",
+        "start_time": "2026-12-01T10:37:34+00:00",
+        "end_time": "2026-12-01T10:37:40+00:00",
+        "nodes": nodes,
+        "batch_host": nodes[0],
+        "timezone": "UTC",
+        "log_timezone": "UTC",
+    }
+    (root / "job.json").write_text(json.dumps(job))
+    (root / "logs" / "job.out").write_text(_torchrun_log(nodes))
+    return Expected("app_exception", nodes[0], 0)
+
+
+def make_all_crashed_bundle(root: Path, n_nodes: int) -> Expected:
+    """Write the bundle of an `n_nodes` job whose every rank segfaulted at once under `root`."""
+    nodes = node_names(n_nodes)
+    ranks = n_nodes * RANKS_PER_NODE
+    for part in ("logs", "nodes", "kernel"):
+        (root / part).mkdir(parents=True, exist_ok=True)
+    out = [
+        f"{r:>5}:  [2026-11-27 {_stamp(600 + r % 50)}] iteration     2000/  100000 | lm loss: 2.37 |"
+        for r in range(ranks)
+    ]
+    for r in range(ranks):
+        host, pid = nodes[r // RANKS_PER_NODE], 41000 + r % RANKS_PER_NODE
+        out.append(f"{r:>5}: {host}:{pid}:{pid} [{r % 4}] NCCL INFO comm 0x5 rank {r} nranks {ranks} - Init COMPLETE")
+    for r in range(ranks):
+        out += [
+            f"{r:>5}: Fatal Python error: Segmentation fault",
+            f"{r:>5}: ",
+            f"{r:>5}: Current thread 0x0000ffff8f7e1010 (most recent call first):",
+            f'{r:>5}:   File "/opt/megatron/megatron/core/transformer/attention.py", line 311 in forward',
+        ]
+    for i, node in enumerate(nodes):
+        first = i * RANKS_PER_NODE
+        out.append(f"srun: error: {node}: tasks {first}-{first + RANKS_PER_NODE - 1}: Segmentation fault (core dumped)")
+        (root / "nodes" / f"{node}.json").write_text(json.dumps(_facts(node, "off")))
+        (root / "kernel" / f"{node}.log").write_text(
+            "".join(
+                f"[{START_S + 701}.{k:06d}] pt_main_thread[{41000 + k}]: segfault at 0 ip 0000ffffa3c2f1d4 sp "
+                f"0000ffff2bfe9a40 error 4 in libtransformer_engine.so[ffffa1000000+4000000]\n"
+                for k in range(RANKS_PER_NODE)
+            )
+        )
+    job = {
+        "job_id": f"7900{n_nodes}",
+        "state": "FAILED",
+        "exit_code": "139:0",
+        "derived_exit_code": "0:11",
+        "start_time": "2026-11-27T04:12:40+00:00",
+        "end_time": "2026-11-27T04:40:00+00:00",
+        "nodes": nodes,
+        "batch_host": nodes[0],
+        "timezone": "UTC",
+        "log_timezone": "UTC",
+    }
+    (root / "job.json").write_text(json.dumps(job))
+    (root / "logs" / "job.out").write_text("\n".join(out) + "\n")
+    return Expected("app_segfault", nodes[0], 0)

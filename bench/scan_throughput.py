@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.peak import PROBE, peak_mib
 from slurm_hooks.rules import load_rule_pack
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,17 +92,11 @@ def main() -> int:
 
     subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache for both
     t_grep, g = timed(grep)
-    # The diagnose process reports its own peak and its children's (rg) on stderr's last line.
-    probe = (
-        "import resource, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
-        "print(max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)),"
-        " file=sys.stderr); sys.exit(rc)"
-    )
     # The defaults, whatever /etc/slurm-hooks/config.yaml on this machine says (an empty file is all defaults).
     config = args.dir.parent / "defaults.yaml"
     config.write_text("")
     env = {**os.environ, "SLURM_HOOKS_CONFIG": str(config)}
-    t_diag, d = timed([sys.executable, "-c", probe, "diagnose", "--json", str(bundle)], env)
+    t_diag, d = timed([sys.executable, "-c", PROBE, "diagnose", "--json", str(bundle)], env)
     if d.returncode != 0:
         print(d.stderr.decode(), file=sys.stderr)
         return 1
@@ -115,7 +110,7 @@ def main() -> int:
         "diagnose_label": label,
         "throughput_ratio_vs_grep": round(t_grep / t_diag, 2),
         "diagnose_MiB_per_s": round(size / t_diag / (1 << 20), 1),
-        "diagnose_peak_rss_MiB": round(int(d.stderr.decode().split()[-1]) / 1024, 1),
+        "diagnose_peak_rss_MiB": round(peak_mib(d.stderr.decode()), 1),
         "target": ">= 1.5x grep, <= 100 MiB RSS",
     }
     print(json.dumps(report, indent=2))

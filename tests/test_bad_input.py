@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.peak import PROBE, peak_mib
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose import diagnose
 from tests.conftest import CRASH, JOB, write_bundle
@@ -91,19 +92,12 @@ def test_100mb_single_line_keeps_memory_bounded(tmp_path: Path) -> None:
         chunk = b"Watchdog caught " + b"z" * (1 << 20)
         for _ in range(100):
             fh.write(chunk)  # 100 MiB, one line, no newline, and it matches a keyword
-    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forked parent (pytest, which may
-    # be large by now) across exec, while VmHWM belongs to the new process image alone.
-    code = (
-        "import re, sys; from slurm_hooks.cli import main; rc = main(sys.argv[1:]);"
-        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1], file=sys.stderr); sys.exit(rc)"
-    )
     out = subprocess.run(
-        [sys.executable, "-c", code, "diagnose", "--json", str(root)], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", PROBE, "diagnose", "--json", str(root)], capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["label"] == "checkpoint_segfault"
-    peak_kib = int(out.stderr.strip().splitlines()[-1])
-    assert peak_kib < 100 * 1024, f"peak RSS {peak_kib} KiB"
+    assert peak_mib(out.stderr) < 100, f"peak RSS {peak_mib(out.stderr)} MiB"
 
 
 # ---------------------------------------------- issue 8 class 3: a bad value is skipped, never raised

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.peak import PROBE, peak_mib
 from bench.scale_bundle import make_bundle
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.cli import main
@@ -183,14 +184,7 @@ def test_a_pax_sparse_map_is_never_read(tmp_path: Path, pack) -> None:
 
 
 # `report` forks its workers (tracemalloc would follow them and slow them tenfold): it runs in a
-# child of its own, which prints its exit status and the peak RSS of itself and its workers.
-_CHILD = """
-import json, resource, sys
-from slurm_hooks.cli import main
-rc = main(sys.argv[1:])
-peak = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-print(json.dumps({"rc": rc, "peak_mb": peak / 1024}))
-"""
+# child of its own (bench/peak.py), which reports its exit status and the peak RSS of itself and its workers.
 
 
 def _report(tmp_path: Path, rows: list[str]) -> tuple[dict, float, float]:
@@ -203,17 +197,16 @@ def _report(tmp_path: Path, rows: list[str]) -> tuple[dict, float, float]:
     argv = ["report", "--input", str(data), "--since", "2026-11-01", "--until", "2026-12-01"]
     t0 = time.perf_counter()
     child = subprocess.run(
-        [sys.executable, "-c", _CHILD, *argv, "--config", str(config), "--format", "json", "-o", str(out)],
+        [sys.executable, "-c", PROBE, *argv, "--config", str(config), "--format", "json", "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=REPORT_BUDGET_S,
     )
     seconds = time.perf_counter() - t0
     assert "Traceback" not in child.stderr, child.stderr
-    said = json.loads(child.stdout.splitlines()[-1])
-    assert said["rc"] == 0
+    assert child.returncode == 0, child.stderr[-2000:]
     doc: dict = json.loads(out.read_text())
-    return doc, seconds, said["peak_mb"]
+    return doc, seconds, peak_mib(child.stderr)
 
 
 OK = "slurm-hooks/v1 label=app_segfault node=n00001 driver=580.95.05 cdmm=on"
@@ -317,20 +310,19 @@ def test_every_family_flooded_on_a_2000_node_job_stays_in_the_epilogs_budget(tmp
     config.write_text(f"log_file: ''\nspool_dir: {tmp_path}/spool\n")
     t0 = time.perf_counter()
     child = subprocess.run(
-        [sys.executable, "-c", _CHILD, "diagnose", "--json", str(root), "--config", str(config)],
+        [sys.executable, "-c", PROBE, "diagnose", "--json", str(root), "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=BUDGET_S * 2,
     )
     seconds = time.perf_counter() - t0
     assert "Traceback" not in child.stderr, child.stderr[-2000:]
-    said = json.loads(child.stdout.splitlines()[-1])
-    doc = json.loads("\n".join(child.stdout.splitlines()[:-1]))
+    doc, peak_mb = json.loads(child.stdout), peak_mib(child.stderr)
     fault = f"every one of {len(keywords)} log families' keywords, {per_family + 500:,} lines each, on a 2,000-node job"
     if os.environ.get("RELIABILITY_OUT"):
         checked = (
             "`diagnose` in its own process as the Epilog runs it (RSS of it and its scan workers); the rest counted"
         )
-        record(Row(fault, checked, seconds, BUDGET_S, [said["rc"]], 0, 0, said["peak_mb"], where="unit", annotated="-"))
-    assert said["rc"] == 0 and seconds < BUDGET_S and said["peak_mb"] < FLOOD_RSS_MB, (seconds, said)
+        record(Row(fault, checked, seconds, BUDGET_S, [child.returncode], 0, 0, peak_mb, where="unit", annotated="-"))
+    assert child.returncode == 0 and seconds < BUDGET_S and peak_mb < FLOOD_RSS_MB, (seconds, peak_mb)
     assert any("500 more" in s and f"up to {MAX_GROWTH}x" in s for s in doc["skipped"]), doc["skipped"]

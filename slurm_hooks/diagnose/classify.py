@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from slurm_hooks.bundle import Bundle
@@ -142,14 +143,30 @@ def _best_sighting(sightings: list[Event]) -> Event:
 
 
 def _faults(ctx: Context, events: list[Event]) -> list[list[Event]]:
-    """Events grouped into faults, each with its sightings."""
+    """Events grouped into faults, each with its sightings: a sighting joins the first fault it is
+    one of (_same_fault). Faults are looked up by their first sighting's rank and node, so a job
+    whose every rank crashed costs a few lookups a sighting, not a walk through every fault."""
     faults: list[list[Event]] = []
+    by_rank: dict[int, list[int]] = {}  # faults by their first sighting's rank
+    by_node: dict[str | None, list[int]] = {}  # faults by their first sighting's node (None: none)
+    unranked: dict[str | None, list[int]] = {}  # those of them whose first sighting has no rank
     for e in events:
-        home = next((f for f in faults if _same_fault(ctx, e, f[0])), None)
-        if home is None:
-            faults.append([e])
+        if e.node is None:  # a sighting with no node may be any fault's
+            near: Iterable[int] = range(len(faults))
+        elif e.rank is None:  # any fault on its node, or on none
+            near = [*by_node.get(e.node, []), *by_node.get(None, [])]
+        else:  # its rank's faults, and the unranked ones on its node or on none
+            near = [*by_rank.get(e.rank, []), *unranked.get(e.node, []), *unranked.get(None, [])]
+        home = next((i for i in sorted(near) if _same_fault(ctx, e, faults[i][0])), None)
+        if home is not None:
+            faults[home].append(e)
+            continue
+        by_node.setdefault(e.node, []).append(len(faults))
+        if e.rank is None:
+            unranked.setdefault(e.node, []).append(len(faults))
         else:
-            home.append(e)
+            by_rank.setdefault(e.rank, []).append(len(faults))
+        faults.append([e])
     return faults
 
 

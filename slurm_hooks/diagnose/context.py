@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -25,6 +26,12 @@ class Context:
     ranks: RankMap
     weak: frozenset[int] = frozenset()  # ids of kernel events another job may have caused (witness.py)
     offsets: dict[str, timedelta] = field(default_factory=dict)  # nodes whose clocks run off the first's (§8.22)
+    # Found once a trait: the stages ask per crash and per sighting, and a job whose every rank crashed
+    # has thousands of those (a walk through all events each would make the diagnosis quadratic).
+    _traits: dict[str, list[Event]] = field(default_factory=dict, repr=False)
+    _streams: dict[str, dict[tuple[str, int | None], tuple[list[int], list[tuple[int, Event]]]]] = field(
+        default_factory=dict, repr=False
+    )
 
     @classmethod
     def of(cls, bundle: Bundle, timeline: Timeline, pack: RulePack) -> Context:
@@ -61,7 +68,22 @@ class Context:
         return family.label if family and family.label else "unknown"
 
     def with_trait(self, trait: str) -> list[Event]:
-        return [e for e in self.events if self.has(e, trait)]
+        """The events with `trait`, in timeline order (shared: not to be changed)."""
+        if (found := self._traits.get(trait)) is None:
+            found = self._traits[trait] = [e for e in self.events if self.has(e, trait)]
+        return found
+
+    def in_stream(self, trait: str, source: str, task: int | None, first: int, last: int) -> list[tuple[int, Event]]:
+        """(place in the timeline, event) of the events with `trait` on lines first..last of `source`
+        printed by srun task `task`."""
+        if (streams := self._streams.get(trait)) is None:
+            streams = self._streams[trait] = {}
+            for place, ev in sorted(enumerate(self.with_trait(trait)), key=lambda p: p[1].line_no):
+                lines, found = streams.setdefault((ev.source, ev.task), ([], []))
+                lines.append(ev.line_no)
+                found.append((place, ev))
+        lines, found = streams.get((source, task), ([], []))
+        return found[bisect_left(lines, first) : bisect_right(lines, last)]
 
     @property
     def merge_span(self) -> timedelta:

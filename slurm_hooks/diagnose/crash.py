@@ -36,18 +36,20 @@ FRAMES_BEFORE = 40  # lines before a crash header whose frames are its own (a na
 
 def following(ctx: Context, sightings: list[Event], trait: str, before: int = 0) -> list[Event]:
     """Events with `trait` printed at most `frame_lines` after a sighting (or `before` lines ahead
-    of it), in the same task's stream.
+    of it), in the same task's stream, in timeline order.
 
     Only job logs have such streams: the next line of a kernel log is another process's.
     """
     span = ctx.pack.ordering.frame_lines
     heads = [s for s in sightings if s.source.startswith("logs/")]
-    return [
-        ev
-        for ev in ctx.with_trait(trait)
-        if any(s.source == ev.source and s.task == ev.task and -before <= ev.line_no - s.line_no <= span for s in heads)
-        and not any(s.line_no == ev.line_no and s.source == ev.source for s in heads)
-    ]
+    own = {(s.source, s.line_no) for s in heads}
+    found = {
+        id(ev): (place, ev)
+        for s in heads
+        for place, ev in ctx.in_stream(trait, s.source, s.task, s.line_no - before, s.line_no + span)
+        if (ev.source, ev.line_no) not in own
+    }
+    return [ev for _, ev in sorted(found.values(), key=lambda p: p[0])]
 
 
 class Consequences:

@@ -9,6 +9,8 @@ task, or torchrun's summary naming the rank.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from slurm_hooks.diagnose.ranks import RankMap, TorchrunEntry, expand_tasks
 from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.tracebacks import Block
@@ -19,9 +21,25 @@ MAX_TASKS = 1 << 16  # tasks srun's lines are read for
 
 
 class Placer:
+    """Places each of a log's blocks in constant time: a job whose 4,608 ranks all raise the same
+    error has every one placed, and a search of the summary per block would make that quadratic."""
+
     def __init__(self, ranks: RankMap, task_ends: list[Event]) -> None:
         self.ranks = ranks
         self.task_ends = task_ends
+        self.nodes = frozenset(ranks.nodes)
+        # torchrun's summary entries by the log and srun task that printed them, by first line, each with
+        # its place in the summary (of two entries a block's span holds, the summary's first is taken)
+        self.summaries: dict[tuple[str, int | None], list[tuple[int, int]]] = {}
+        for i, entry in enumerate(ranks.entries):
+            self.summaries.setdefault((entry.source, entry.task), []).append((entry.first_line, i))
+        for lines in self.summaries.values():
+            lines.sort()
+        self.summary_ranks = {entry.rank for entry in ranks.entries if entry.rank is not None}
+        self.local_ranks: dict[tuple[int | None, str], TorchrunEntry] = {}  # (local rank, host): its first entry
+        for entry in ranks.entries:
+            if entry.host:
+                self.local_ranks.setdefault((entry.local_rank, entry.host), entry)
         # srun's own lines name Slurm's node of a task (the rank map may hold a log's host name for it), and
         # which tasks ended; both bounded, whatever task ranges the lines print
         self.task_nodes: dict[int, str | None] = {}
@@ -32,7 +50,7 @@ class Placer:
             if (e.node, e.fields["tasks"]) in lists:
                 continue
             lists.add((e.node, e.fields["tasks"]))
-            node = e.node if e.node in ranks.nodes else None
+            node = e.node if e.node in self.nodes else None
             for t in expand_tasks(e.fields["tasks"], below=ranks.world or MAX_TASKS):  # one node's tasks a line
                 self.task_nodes[t] = self.task_nodes.get(t) or node
         # torchrun's summary witnesses who failed first: a rank it stopped (SIGTERM, SIGKILL) failed after another
@@ -45,34 +63,31 @@ class Placer:
         rank, node = self._place(block, entry)
         if rank is None and task is None and prefix_rank is None and local_rank is None:
             rank, node = self._only_failed_task(node)
-        node = node if node in self.ranks.nodes else None  # a log's host name that is no job node names none
+        node = node if node in self.nodes else None  # a log's host name that is no job node names none
         return rank, node, entry is not None or self._exited(task, rank)
 
     def _summary_entry(self, rel: str, block: Block) -> TorchrunEntry | None:
-        """The torchrun summary entry whose `traceback :` this block is (its error_file's)."""
-        task = block.stream[0]
-        return next(
-            (
-                e
-                for e in self.ranks.entries
-                if e.source == rel and e.task == task and 0 < block.start_line - e.first_line <= SUMMARY_SPAN
-            ),
-            None,
-        )
+        """The torchrun summary entry whose `traceback :` this block is (its error_file's): one that
+        starts at most SUMMARY_SPAN lines before the block, printed by the block's srun task."""
+        lines = self.summaries.get((rel, block.stream[0]), [])
+        near = lines[
+            bisect_left(lines, (block.start_line - SUMMARY_SPAN, -1)) : bisect_right(
+                lines, (block.start_line - 1, len(self.ranks.entries))
+            )
+        ]
+        return self.ranks.entries[min(i for _, i in near)] if near else None
 
     def _place(self, block: Block, entry: TorchrunEntry | None) -> tuple[int | None, str | None]:
         task, local_rank, prefix_rank = block.stream
         node = self._task_node(task) if task is not None else None
         if entry is not None:  # its host is torchrun's getfqdn(): only a name of the job's nodes is a node
-            return entry.rank, node or (entry.host if entry.host in self.ranks.nodes else None)
+            return entry.rank, node or (entry.host if entry.host in self.nodes else None)
         if prefix_rank is not None:  # c10's [rankN]: a global rank (§8.13)
             return prefix_rank, node or self._job_node(self.ranks.node_of(prefix_rank))  # its task's node first
         if local_rank is not None and len(self.ranks.nodes) == 1:  # one node: its local ranks are the ranks
             return local_rank, node or self.ranks.nodes[0]
         if local_rank is not None:  # torchrun's [defaultN]: the summary maps it, on its node
-            mapped = next(
-                (e for e in self.ranks.entries if e.local_rank == local_rank and e.host and e.host == node), None
-            )
+            mapped = self.local_ranks.get((local_rank, node)) if node else None
             return (mapped.rank if mapped else None), node
         if task is not None and not self.ranks.torchrun:
             return task, node or self._job_node(self.ranks.node_of(task))
@@ -80,7 +95,7 @@ class Placer:
 
     def _exited(self, task: int | None, rank: int | None) -> bool:
         """srun says the task ended (exit code, signal), or torchrun's summary names the rank."""
-        if rank is not None and any(e.rank == rank for e in self.ranks.entries):
+        if rank is not None and rank in self.summary_ranks:
             return True
         if task is None:
             return False
@@ -97,7 +112,7 @@ class Placer:
 
     def _job_node(self, node: str | None) -> str | None:
         """A rank's node as the rank map has it, only when it is one of the job's (torchrun's host may be localhost)."""
-        return node if node in self.ranks.nodes else None
+        return node if node in self.nodes else None
 
     def _task_node(self, task: int | None) -> str | None:
         if task is None:
