@@ -25,6 +25,7 @@ RANKS_PER_NODE = 4
 KERNEL_LINES = 200
 BOOT = "2026-11-15T14:26:00+00:00"  # kernel stamps are seconds since this
 START_S = 1_000_000  # the job's start, in seconds since boot (2026-11-27 04:12:40 UTC)
+_GB200_SPAN = ("2026-11-27T04:12:40+00:00", "2026-11-27T04:40:00+00:00")
 
 
 @dataclass(frozen=True)
@@ -124,22 +125,7 @@ def make_bundle(root: Path, n_nodes: int) -> Expected:
     crashed = ranks * 3 // 4 + 1  # a node far from the batch host, not its first rank
     for part in ("logs", "nodes", "kernel"):
         (root / part).mkdir(parents=True, exist_ok=True)
-    (root / "job.json").write_text(
-        json.dumps(
-            {
-                "job_id": f"7700{n_nodes}",
-                "state": "FAILED",
-                "exit_code": "1:0",
-                "derived_exit_code": "0:11",
-                "start_time": "2026-11-27T04:12:40+00:00",
-                "end_time": "2026-11-27T04:40:00+00:00",
-                "nodes": nodes,
-                "batch_host": nodes[0],
-                "timezone": "UTC",
-                "log_timezone": "UTC",
-            }
-        )
-    )
+    _write_job(root, f"7700{n_nodes}", nodes, ("1:0", "0:11"), _GB200_SPAN)
     (root / "logs" / "job.out").write_text(_job_log(nodes, crashed))
     for i, node in enumerate(nodes):
         (root / "nodes" / f"{node}.json").write_text(json.dumps(_facts(node)))
@@ -149,6 +135,23 @@ def make_bundle(root: Path, n_nodes: int) -> Expected:
 
 
 _MISSING = "FileNotFoundError: [Errno 2] No such file or directory: '/datasets/run7/manifest.jsonl'"
+
+
+def _write_job(root: Path, job_id: str, nodes: list[str], exit_codes: tuple[str, str], span: tuple[str, str]) -> None:
+    """job.json: (exit_code, derived_exit_code) and (start, end) as Slurm's record has them."""
+    job = {
+        "job_id": job_id,
+        "state": "FAILED",
+        "exit_code": exit_codes[0],
+        "derived_exit_code": exit_codes[1],
+        "start_time": span[0],
+        "end_time": span[1],
+        "nodes": nodes,
+        "batch_host": nodes[0],
+        "timezone": "UTC",
+        "log_timezone": "UTC",
+    }
+    (root / "job.json").write_text(json.dumps(job))
 
 
 def _facts(node: str, cdmm: str = "on") -> dict[str, object]:
@@ -217,19 +220,9 @@ def make_torchrun_bundle(root: Path, n_nodes: int) -> Expected:
     nodes = node_names(n_nodes)
     for part in ("logs", "nodes"):
         (root / part).mkdir(parents=True, exist_ok=True)
-    job = {
-        "job_id": f"7800{n_nodes}",
-        "state": "FAILED",
-        "exit_code": "1:0",
-        "derived_exit_code": "1:0",
-        "start_time": "2026-12-01T10:37:34+00:00",
-        "end_time": "2026-12-01T10:37:40+00:00",
-        "nodes": nodes,
-        "batch_host": nodes[0],
-        "timezone": "UTC",
-        "log_timezone": "UTC",
-    }
-    (root / "job.json").write_text(json.dumps(job))
+    _write_job(
+        root, f"7800{n_nodes}", nodes, ("1:0", "1:0"), ("2026-12-01T10:37:34+00:00", "2026-12-01T10:37:40+00:00")
+    )
     (root / "logs" / "job.out").write_text(_torchrun_log(nodes))
     return Expected("app_exception", nodes[0], 0)
 
@@ -265,18 +258,6 @@ def make_all_crashed_bundle(root: Path, n_nodes: int) -> Expected:
                 for k in range(RANKS_PER_NODE)
             )
         )
-    job = {
-        "job_id": f"7900{n_nodes}",
-        "state": "FAILED",
-        "exit_code": "139:0",
-        "derived_exit_code": "0:11",
-        "start_time": "2026-11-27T04:12:40+00:00",
-        "end_time": "2026-11-27T04:40:00+00:00",
-        "nodes": nodes,
-        "batch_host": nodes[0],
-        "timezone": "UTC",
-        "log_timezone": "UTC",
-    }
-    (root / "job.json").write_text(json.dumps(job))
+    _write_job(root, f"7900{n_nodes}", nodes, ("139:0", "0:11"), _GB200_SPAN)
     (root / "logs" / "job.out").write_text("\n".join(out) + "\n")
     return Expected("app_segfault", nodes[0], 0)
