@@ -10,7 +10,9 @@ process group and trains a few steps; CRASH_RANK then fails by MODE:
   oom        CRASH_RANK allocates until the job's memory cgroup kills it
   sigkill    CRASH_RANK is SIGKILLed
 
-Before failing, the rank writes the ground truth (its global rank and Slurm node) to TRUTH_DIR.
+CRASH_RANK=-1: every rank fails, rank r 0.4 r s after the others pass the last barrier (a broken
+build every rank runs into). Before failing, the (first) failing rank writes the ground truth
+(its global rank and Slurm node) to TRUTH_DIR.
 """
 
 from __future__ import annotations
@@ -39,8 +41,11 @@ def rank_world() -> tuple[int, int]:
 
 def truth(rank: int) -> None:
     path = os.path.join(os.environ["TRUTH_DIR"], f"truth-{os.environ.get('SLURM_JOB_ID', 'x')}.json")
-    with open(path, "w") as fh:
-        json.dump({"rank": rank, "node": os.environ.get("SLURMD_NODENAME"), "pid": os.getpid(), "mode": MODE}, fh)
+    try:
+        with open(path, "x") as fh:  # the first rank to fail is the truth when every rank does
+            json.dump({"rank": rank, "node": os.environ.get("SLURMD_NODENAME"), "pid": os.getpid(), "mode": MODE}, fh)
+    except FileExistsError:
+        pass
 
 
 def unreadable_tensor() -> torch.Tensor:
@@ -82,7 +87,9 @@ def main() -> None:
             dist.all_reduce(p.grad)
         print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] step {step} loss {loss.item():.3f}", flush=True)
     dist.barrier()
-    if rank == CRASH_RANK:
+    if CRASH_RANK < 0:
+        time.sleep(0.4 * rank)
+    if rank == CRASH_RANK or CRASH_RANK < 0:
         truth(rank)
         if MODE == "save":
             print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] saving checkpoint at iteration 3 to /tmp", flush=True)

@@ -101,6 +101,14 @@ RECORDINGS = [
         f'srun -l bash -c "{PYTHON} {CRASH}; exit \\$?"',
         "app_segfault",
     ),
+    Recording(
+        "r11-srun-python-every-rank-segv-4-nodes",
+        "segv",
+        -1,  # every rank, rank 0 first
+        f"srun -l {PYTHON} {CRASH}",
+        "app_segfault",
+        args="-p multi -N4 -n8 --overcommit",
+    ),
 ]
 
 

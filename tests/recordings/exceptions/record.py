@@ -31,6 +31,11 @@ JOBS = [
     ("r01-exc-torch-save-enospc-tmpfs", "enospc.sh", {"root_rank": 0, "task": 0, "kind": "disk_full"}),
     ("r02-exc-manifest-not-found-2-nodes", "manifest.sh", {"root_rank": 3, "task": 1, "kind": "file_not_found"}),
     ("r03-exc-rendezvous-port-in-use", "addr_in_use.sh", {"root_rank": 0, "task": 0, "kind": "address_in_use"}),
+    (
+        "r04-exc-manifest-not-found-every-rank-4-nodes",
+        "manifest_every.sh",
+        {"root_rank": 0, "task": 0, "kind": "file_not_found", "ranks": 8},
+    ),
 ]
 
 
@@ -69,7 +74,7 @@ def keep(name: str, job: str, truth: dict[str, object]) -> None:
         "label": "app_exception",
         "root_node": nodes[task] if len(nodes) > task else nodes[0],
         "root_rank": truth["root_rank"],
-        "exception": {"kind": truth["kind"]},
+        "exception": {k: truth[k] for k in ("kind", "ranks") if k in truth},
         "why": f"recorded on the dev cluster by tests/recordings/exceptions/record.py ({name})",
     }
     (dst / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")

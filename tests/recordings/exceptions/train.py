@@ -2,7 +2,8 @@
 
 --fail enospc: rank 0 saves a checkpoint to a path on a small tmpfs (torch.save to a path: its
 zip writer's short write). --fail manifest: rank 3 opens a data manifest that does not exist.
-The other ranks wait in a collective and are torn down by torchrun.
+The other ranks wait in a collective and are torn down by torchrun. --fail manifest-every: every
+rank opens it, rank r 0.4 r s after the last step (rank 0 first), each saying so on a stamped line.
 """
 
 import argparse
@@ -17,7 +18,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 @record  # torchrun's summary then prints this rank's traceback from its error_file
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--fail", choices=("enospc", "manifest"), required=True)
+    p.add_argument("--fail", choices=("enospc", "manifest", "manifest-every"), required=True)
     p.add_argument("--ckpt", default="/tmp/slurm-hooks-exc-small/ckpt")
     p.add_argument("--manifest", default="/datasets/run7/manifest.jsonl")
     args = p.parse_args()
@@ -36,6 +37,11 @@ def main() -> None:
         print(f"saving checkpoint to {args.ckpt}/step_3.pt", flush=True)
         torch.save({"w": w, "opt": torch.zeros(1 << 20)}, f"{args.ckpt}/step_3.pt")
     if args.fail == "manifest" and rank == world - 1:
+        with open(args.manifest) as fh:
+            fh.readline()
+    if args.fail == "manifest-every":
+        time.sleep(0.4 * rank)
+        print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] rank {rank} reading {args.manifest}", flush=True)
         with open(args.manifest) as fh:
             fh.readline()
     dist.barrier()
