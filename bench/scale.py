@@ -103,6 +103,13 @@ def _in_process(bundle: Path, small_bytes: int) -> float:
     return best
 
 
+def _growth(rows: dict[int, Row], first: int, last: int) -> dict[str, object]:
+    """Diagnose time at `last` nodes over `first`: linear is the jobs' ratio, with a quarter to spare."""
+    growth = float(rows[last]["diagnose_s"]) / float(rows[first]["diagnose_s"])  # type: ignore[arg-type]
+    limit = 1.25 * last / first
+    return {"ratio": round(growth, 2), "target": f"<= {limit:g} ({last // first}x the job)", "met": growth <= limit}
+
+
 def _every_rank_rows(
     out: Path, env: dict[str, str], name: str, make: Callable[[Path, int], Expected]
 ) -> dict[int, Row]:
@@ -171,12 +178,7 @@ def main() -> int:
 
     verdict: dict[str, object] = {}
     if 144 in rows and 2304 in rows:
-        growth = float(rows[2304]["diagnose_s"]) / float(rows[144]["diagnose_s"])  # type: ignore[arg-type]
-        verdict["growth_2304_over_144"] = {
-            "ratio": round(growth, 2),
-            "target": "<= 20 (16x the job)",
-            "met": growth <= 20,
-        }
+        verdict["growth_2304_over_144"] = _growth(rows, 144, 2304)
     if 1152 in rows:
         x = float(rows[1152]["x_rg"])  # type: ignore[arg-type]
         verdict["x_rg_at_1152"] = {
@@ -204,12 +206,7 @@ def main() -> int:
     every_rank = {name: _every_rank_rows(args.out, env, name, make) for name, make in EVERY_RANK_FAILS.items()}
     for name, by_size in every_rank.items():
         first, last = min(by_size), max(by_size)
-        growth = float(by_size[last]["diagnose_s"]) / float(by_size[first]["diagnose_s"])  # type: ignore[arg-type]
-        verdict[f"{name}_growth_{last}_over_{first}"] = {
-            "ratio": round(growth, 2),
-            "target": f"<= {1.25 * last / first:g} ({last // first}x the job)",
-            "met": growth <= 1.25 * last / first,
-        }
+        verdict[f"{name}_growth_{last}_over_{first}"] = _growth(by_size, first, last)
     shapes = [r for by_size in every_rank.values() for r in by_size.values()]
     verdict["all_right"] = all(r["right"] for r in [*rows.values(), *shapes])
     print(json.dumps({"cores": os.cpu_count(), "sizes": rows, **every_rank, **verdict}, indent=1))

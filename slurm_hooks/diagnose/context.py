@@ -29,9 +29,7 @@ class Context:
     # Found once a trait: the stages ask per crash and per sighting, and a job whose every rank crashed
     # has thousands of those (a walk through all events each would make the diagnosis quadratic).
     _traits: dict[str, list[Event]] = field(default_factory=dict, repr=False)
-    _streams: dict[str, dict[tuple[str, int | None], tuple[list[int], list[tuple[int, Event]]]]] = field(
-        default_factory=dict, repr=False
-    )
+    _streams: dict[str, dict[tuple[str, int | None], list[tuple[int, Event]]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, bundle: Bundle, timeline: Timeline, pack: RulePack) -> Context:
@@ -78,16 +76,18 @@ class Context:
         printed by srun task `task`."""
         if (streams := self._streams.get(trait)) is None:
             streams = self._streams[trait] = {}
-            for place, ev in sorted(enumerate(self.with_trait(trait)), key=lambda p: p[1].line_no):
-                lines, found = streams.setdefault((ev.source, ev.task), ([], []))
-                lines.append(ev.line_no)
-                found.append((place, ev))
-        lines, found = streams.get((source, task), ([], []))
-        return found[bisect_left(lines, first) : bisect_right(lines, last)]
+            for place, ev in sorted(enumerate(self.with_trait(trait)), key=_line_no):
+                streams.setdefault((ev.source, ev.task), []).append((place, ev))
+        found = streams.get((source, task), [])
+        return found[bisect_left(found, first, key=_line_no) : bisect_right(found, last, key=_line_no)]
 
     @property
     def merge_span(self) -> timedelta:
         return timedelta(seconds=self.pack.ordering.crash_merge_s)
+
+
+def _line_no(placed: tuple[int, Event]) -> int:
+    return placed[1].line_no
 
 
 def _on_timeline(events: list[Event], raised: list[Event]) -> list[Event]:

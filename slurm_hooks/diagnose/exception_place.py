@@ -9,7 +9,7 @@ task, or torchrun's summary naming the rank.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 
 from slurm_hooks.diagnose.ranks import RankMap, TorchrunEntry, expand_tasks
 from slurm_hooks.timeline.events import Event
@@ -71,8 +71,8 @@ class Placer:
         starts at most SUMMARY_SPAN lines before the block, printed by the block's srun task."""
         lines = self.summaries.get((rel, block.stream[0]), [])
         near = lines[
-            bisect_left(lines, (block.start_line - SUMMARY_SPAN, -1)) : bisect_right(
-                lines, (block.start_line - 1, len(self.ranks.entries))
+            bisect_left(lines, block.start_line - SUMMARY_SPAN, key=_first_line) : bisect_left(
+                lines, block.start_line, key=_first_line
             )
         ]
         return self.ranks.entries[min(i for _, i in near)] if near else None
@@ -118,3 +118,7 @@ class Placer:
         if task is None:
             return None
         return self.task_nodes.get(task) or self._job_node(self.ranks.task_nodes.get(task))
+
+
+def _first_line(summary: tuple[int, int]) -> int:
+    return summary[0]

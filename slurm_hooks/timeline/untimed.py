@@ -82,7 +82,6 @@ class Neighbours:
         self.carry = b""
         self.skipping = False  # the line `carry` belongs to is longer than a window: dropped
         # stamped lines read, by start: (start, end = its terminator's offset, srun task, stamp)
-        self.starts: list[int] = []
         self.stamped: list[tuple[int, int, int | None, datetime]] = []
 
     def around(self, offset: int, task: int | None) -> tuple[datetime | None, datetime | None]:
@@ -93,9 +92,8 @@ class Neighbours:
         while self.read_to < offset + self.window and self._read():
             pass
         if first > 0:  # lines that start at the window's first byte or before are cut: gone for good
-            gone = bisect_right(self.starts, first)
-            del self.starts[:gone], self.stamped[:gone]
-        lo, hi = bisect_left(self.starts, offset), bisect_right(self.starts, offset)
+            del self.stamped[: bisect_right(self.stamped, first, key=_start)]
+        lo, hi = bisect_left(self.stamped, offset, key=_start), bisect_right(self.stamped, offset, key=_start)
         before = _nearest(reversed(self.stamped[:lo]), task, lambda end: True)
         after = _nearest(self.stamped[hi:], task, lambda end: end < offset + self.window)
         return before, after
@@ -111,7 +109,6 @@ class Neighbours:
             if not self.skipping:
                 pre = strip_prefixes(decode(raw[:MAX_LINE]))
                 if (stamp := log_time(pre.body, self.ctx)) is not None:
-                    self.starts.append(start)
                     self.stamped.append((start, start + len(raw), pre.task, stamp))
             self.skipping = False
             start += len(raw) + 1
@@ -120,6 +117,10 @@ class Neighbours:
         if len(rest) > self.window:
             self.carry, self.skipping = b"", True
         return True
+
+
+def _start(line: tuple[int, int, int | None, datetime]) -> int:
+    return line[0]
 
 
 def _nearest(
