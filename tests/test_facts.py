@@ -31,7 +31,9 @@ def facts_for(host: str, gpu=None, **overrides) -> dict:
         ("gb200-cdmm-driver", "on", "580.95.05"),
         ("gb200-numa", "off", "580.95.05"),
         ("gb200-r580-empty", "off", "580.95.05"),  # empty value: off on R580-R595
-        ("gb200-r600-empty", "unknown", "600.12.01"),  # empty value: unknown on newer drivers
+        ("gb200-r600-empty", "unknown", "600.12.01"),  # empty value: unknown on R596-R614
+        ("gb200-r615-empty", "on", "615.71.09"),  # empty value: R615's default on a coherent platform
+        ("h200-r615-empty", "off", "615.71.09"),  # R615 on x86 + PCIe: nothing coherent to manage
         ("h100-r570", "off", "570.172.08"),  # no CDMM before R580
         ("no-gpu", "unknown", None),
         ("garbage-params", "unknown", "580.95.05"),
@@ -86,21 +88,29 @@ def test_fifo_in_place_of_params_does_not_block(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("raw", "driver", "numa", "expected"),
+    ("raw", "driver", "numa", "model", "expected"),
     [
-        ("driver", "580.65.06", False, "on"),
-        ("DRIVER", "595.1", False, "on"),
-        ("numa", "580.1", False, "off"),
-        ("", "595.45.04", False, "off"),
-        ("", "596.1", False, "unknown"),
-        ("", None, False, "unknown"),
-        (None, "570.1", False, "off"),
-        (None, "580.1", False, "unknown"),
-        ("driver", "580.1", True, "off"),
+        ("driver", "580.65.06", False, "NVIDIA GB200", "on"),
+        ("DRIVER", "595.1", False, "NVIDIA GB200", "on"),
+        ("numa", "580.1", False, "NVIDIA GB200", "off"),
+        ("", "595.45.04", False, "NVIDIA GB200", "off"),
+        ("", "596.1", False, "NVIDIA GB200", "unknown"),
+        ("", None, False, "NVIDIA GB200", "unknown"),
+        (None, "570.1", False, "NVIDIA GB200", "off"),
+        (None, "580.1", False, "NVIDIA GB200", "unknown"),
+        ("driver", "580.1", True, "NVIDIA GB200", "off"),
+        ("", "615.71.09", False, "NVIDIA GB200", "on"),
+        ("", "615.71.09", False, "NVIDIA GH200 480GB", "on"),
+        ("", "620.1", False, "NVIDIA GB300", "on"),
+        ("", "615.71.09", False, "NVIDIA H200", "off"),
+        ("", "615.71.09", False, None, "unknown"),  # the platform decides the default: not known
+        ("", "610.1", False, "NVIDIA GB200", "unknown"),  # R610: no source says
+        ("numa", "615.71.09", False, "NVIDIA GB200", "off"),
+        ("", "615.71.09", True, "NVIDIA GB200", "off"),
     ],
 )
-def test_cdmm_interpretation(raw, driver, numa, expected) -> None:
-    assert cdmm_mode(raw, driver, numa) == expected
+def test_cdmm_interpretation(raw, driver, numa, model, expected) -> None:
+    assert cdmm_mode(raw, driver, numa, model) == expected
 
 
 def test_ncore_sources_in_order_with_a_hanging_command(monkeypatch) -> None:

@@ -28,14 +28,15 @@ def collect_facts(config: Config, gpu: GpuQuery) -> dict[str, Any]:
     driver = (info and info.driver_version) or proc.driver_version
     if info and proc.driver_version and info.driver_version != proc.driver_version:
         errors.append(f"NVML says driver {info.driver_version}, /proc says {proc.driver_version}")
+    gpu_model = (info and info.gpu_model) or proc.gpu_model
     return {
         "node": node_name(),
         "driver_version": driver,
         "cuda_driver_version": info.cuda_driver_version if info else None,
-        "cdmm": cdmm_mode(proc.cdmm_raw, driver, proc.numa_status),
+        "cdmm": cdmm_mode(proc.cdmm_raw, driver, proc.numa_status, gpu_model),
         "cdmm_source": {"raw": proc.cdmm_raw, "from": proc.params_path, "numa_status": proc.numa_status},
         "ncore_version": read_ncore(config.ncore_sources, config.host_root, config.budgets.command_s, errors),
-        "gpu_model": (info and info.gpu_model) or proc.gpu_model,
+        "gpu_model": gpu_model,
         "gpu_count": info.gpu_count if info else proc.gpu_count,
         "arch": os.uname().machine,
         "kernel": kernel_release(config.host_root),

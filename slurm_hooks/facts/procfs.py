@@ -1,8 +1,10 @@
 """Driver, GPUs and CDMM mode from /proc/driver/nvidia (seen under host_root), without NVML.
 
-CDMM (DESIGN.md): `CoherentGPUMemoryMode: "driver"` in params means on, `"numa"` off; an empty
-value means off on R580-R595 and unknown on newer drivers; per-GPU `numa_status` exists only in
-NUMA mode, so its presence says off. Drivers before R580 have no CDMM at all.
+CDMM (DESIGN.md): `CoherentGPUMemoryMode: "driver"` in params means on, `"numa"` off. An empty
+value is each driver's default: off (NUMA) on R580-R595, on (driver-managed) from R615 on
+hardware-coherent platforms (Grace: GH200, GB200, GB300; R615's release notes), unknown in
+between; a platform that is not coherent has no CDMM to be in. Per-GPU `numa_status` exists only
+in NUMA mode, so its presence says off. Drivers before R580 have no CDMM at all.
 """
 
 from __future__ import annotations
@@ -33,8 +35,18 @@ def _major(version: str | None) -> int | None:
     return int(version.split(".")[0]) if version and version.split(".")[0].isdigit() else None
 
 
-def cdmm_mode(raw: str | None, driver: str | None, numa_status: bool) -> str:
-    """on | off | unknown from the params value (None = no such line), the driver and numa_status."""
+# GPUs joined to a Grace CPU by NVLink-C2C: the only platforms where GPU memory is coherent.
+_COHERENT = re.compile(r"\bG[HB]\d{2,3}\b")
+
+
+def coherent_platform(gpu_model: str | None) -> bool | None:
+    """Whether the GPU sits on a hardware-coherent platform; None when the model is not known."""
+    return None if not gpu_model else bool(_COHERENT.search(gpu_model.upper()))
+
+
+def cdmm_mode(raw: str | None, driver: str | None, numa_status: bool, gpu_model: str | None = None) -> str:
+    """on | off | unknown from the params value (None = no such line), the driver, numa_status and
+    the GPU model (an empty value is the driver's default, which depends on the platform from R615)."""
     major = _major(driver)
     if numa_status:
         return "off"  # NUMA mode: GPU memory is onlined as NUMA nodes, the opposite of CDMM
@@ -49,6 +61,9 @@ def cdmm_mode(raw: str | None, driver: str | None, numa_status: bool) -> str:
         return "off"
     if value == "" and major is not None and 580 <= major <= 595:
         return "off"
+    if value == "" and major is not None and major >= 615:
+        coherent = coherent_platform(gpu_model)
+        return "unknown" if coherent is None else "on" if coherent else "off"
     return "unknown"
 
 
