@@ -126,3 +126,10 @@ class FullOutbox(Outbox):
 
     def put(self, entry: OutboxEntry) -> None:
         raise _enospc()
+
+
+class LocalHostnamesSlurm(FakeSlurm):
+    """`scontrol show hostnames` expands a node list locally: it answers while slurmctld is down."""
+
+    def hostnames(self, node_list: str) -> list[str]:
+        return self.hosts.get(node_list, [node_list])

@@ -8,8 +8,10 @@ junit report (the property tests ran under HYPOTHESIS_PROFILE=reliability).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -25,7 +27,19 @@ PROPERTY_MODULES = (
     "test_bundle_limits",
     "test_clocks_properties",
     "test_hostile_scale",
+    "test_config_hostile",
+    "test_rules_hostile",
+    "test_rules_selective",
+    "test_forged_lines",
+    "test_prune_hostile",
+    "test_outputs_hostile",
+    "test_report_hostile",
+    "test_sandbox",
+    "test_untrusted_parse",
+    "test_runs",
+    "test_verdict_witness",
 )
+RED_TEAM = Path(__file__).parent / "test_redteam.py"
 
 
 @dataclass(frozen=True)
@@ -117,7 +131,42 @@ def table(rows_path: Path, junit_path: Path) -> str:
             skipped = case.find("skipped") is not None
             result = "**FAILED**" if failed else "skipped" if skipped else "passed"
             lines.append(f"| {module}::{case.get('name')} | {result} | {float(case.get('time', 0)):.2f} s |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _red_team(junit_path)) + "\n"
+
+
+def _red_team(junit_path: Path) -> list[str]:
+    """One row per attack of tests/test_redteam.py: what it tries (its docstring), the promise it
+    holds the code to, how it fared on the commit it was written against, and in this run."""
+    tree = ast.parse(RED_TEAM.read_text())
+    before = next(
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "BROKE_AT_WRITING" for t in n.targets)
+    )
+    now: dict[str, str] = {}
+    if junit_path.exists():
+        for case in ET.parse(junit_path).iter("testcase"):
+            if case.get("classname", "").endswith("test_redteam"):
+                failed = case.find("failure") is not None or case.find("error") is not None
+                now[case.get("name", "")] = "**BROKE**" if failed else "held"
+    lines = [
+        "",
+        f"## Red team (issue 27): attacks written from the docs and code alone, against {before['commit']}",
+        "",
+        "| attack | what it tries | promise | then | now |",
+        "|---|---|---|---|---|",
+    ]
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_rt_")):
+        doc = " ".join((ast.get_docstring(fn) or "").split())
+        tries = re.search(r"Tries?:\s*(.*?)\s*(?:Promises?:|$)", doc)
+        promise = re.findall(r"P-[a-z]+", doc.partition("Promise")[2])
+        number = fn.name.split("_")[2]
+        lines.append(
+            f"| {fn.name.removeprefix('test_rt_')} | {(tries.group(1) if tries else doc)[:160].replace('|', '/')} | "
+            f"{', '.join(dict.fromkeys(promise)) or '-'} | {'**BROKE**' if number in before['broke'] else 'held'} | "
+            f"{now.get(fn.name, 'not run')} |"
+        )
+    return lines
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ noisy lines, the pid map."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -56,7 +57,15 @@ def test_launcher_prefixes_are_stripped_only_for_the_jobs_hosts(pack: RulePack) 
     | st.sampled_from(["plain", "é∂ ok", "a\x1b[31mb", "\x9b1mx", "\u2028"])
 )
 def test_a_line_with_no_control_character_is_shown_as_it_is_and_any_other_cleaned_in_full(text: str) -> None:
-    assert printable(text) == _CONTROL.sub("?", strip_ansi(text))
+    full = "".join(c if c.isprintable() or c == "\t" else "?" for c in _CONTROL.sub("?", strip_ansi(text)))
+    assert printable(text) == full
+
+
+@pytest.mark.parametrize("invisible", ["\u202e", "\u2066", "\u2069", "\u200b", "\u200f", "\u2028", "\ufeff"])
+def test_unicode_format_characters_cannot_reorder_or_hide_what_is_shown(invisible: str) -> None:
+    """Trojan Source (CVE-2021-42574): a bidi override or a zero-width mark in a log line would
+    reorder or hide evidence on the operator's terminal; each is shown as `?`."""
+    assert printable(f"saving checkpoint {invisible}edon tooR\tok") == "saving checkpoint ?edon tooR\tok"
 
 
 def test_noisy_lines_are_read_per_segment_and_printed_without_control_bytes() -> None:

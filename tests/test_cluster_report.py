@@ -146,3 +146,22 @@ def test_clusters_all_reads_each_cluster_through_sacct_m(jobs: dict[str, str]) -
     assert name and {r["label"]: r["jobs"] for r in doc["labels"]} == EXPECTED
     assert {r["cluster"] for r in doc["labels"]} == {name} and doc["totals"]["jobs"] == 7
     assert doc["records"]["ours"] == 5  # the same jobs as the totals, in every section
+
+
+def test_saved_rows_read_back_as_the_live_read(jobs: dict[str, str], tmp_path) -> None:
+    """`--save` writes sacct's rows with a fresh delimiter named in the first line; `--input` reads
+    them back to the same counts as a live read, and says the delimiter was fresh (no warning)."""
+    saved = tmp_path / "rows"
+    assert report(jobs, "--save", str(saved)) == ""
+    assert saved.read_bytes().startswith(b"#slurm-hooks-sacct/1 sep=")
+    live = json.loads(report(jobs, "--format", "json"))
+    again = json.loads(report(jobs, "--format", "json", "--input", str(saved)))
+    assert again["labels"] == live["labels"] and again["totals"]["jobs"] == live["totals"]["jobs"]
+    assert again["input"]["delimiter"] == "fresh"
+    out = subprocess.run(
+        [sys.executable, "-m", "slurm_hooks", "report", "--save", str(saved)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1 and "File exists" in out.stderr  # a file made first is never written through

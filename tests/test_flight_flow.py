@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,7 @@ def test_retention_removes_old_dump_dirs_only(tmp_path: Path) -> None:
         (root / name / "fr_rank_0").write_text("x")
     os.utime(root / "1", (0, 0))
     os.utime(root / "3", (0, 0))
-    assert prune(str(root), 3, now=10 * 86400.0, keep="3") == ["1"]
+    assert prune(str(root), 3, now=10 * 86400.0, live={"3"}, deadline=time.monotonic() + 30).removed == ["1"]
     assert sorted(p.name for p in root.iterdir()) == ["2", "3"]
 
 

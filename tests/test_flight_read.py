@@ -192,3 +192,16 @@ def test_a_forged_digest_cannot_make_the_analysis_grow() -> None:
     assert time.monotonic() - started < 1
     assert list(view.dumped) == [0] and len(view.groups) == MAX_GROUPS
     assert all(len(name) <= 80 for name in view.groups)
+
+
+def test_a_dump_that_needs_more_memory_than_its_child_may_use_costs_that_dump_only(tmp_path: Path) -> None:
+    """Each dump is decoded in a bounded child of its own: 20 MB of pickle that builds a 160 MB list."""
+    from slurm_hooks.core.sandbox import Bounds
+
+    where = dump_dir(tmp_path)
+    (where / "fr_rank_0").write_bytes(b"\x80\x02(" + b"N" * (20 << 20) + b"l.")
+    started = time.monotonic()
+    records = {r["rank"]: r for r in scan(str(where), 10, 64 << 20, Bounds(memory_mb=64, cpu_s=5, wall_s=10))}
+    assert time.monotonic() - started < 20
+    assert records[0]["skipped"] in ("not read: killed: memory limit", "not a readable pickle (MemoryError)")
+    assert all("digest" in records[r] for r in (1, 2, 3))

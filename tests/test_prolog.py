@@ -160,6 +160,16 @@ def test_task_prolog_state_dir_line(tmp_path: Path, line: str, expected: str) ->
     assert task_prolog.configured_state_dir({"SLURM_HOOKS_CONFIG": str(tmp_path / "absent")}) == "/run/slurm-hooks"
 
 
+def test_task_prolog_does_not_block_on_a_fifo_for_a_config(tmp_path: Path) -> None:
+    """A FIFO (or device) where the config should be: the default state dir at once, never a hang
+    (each task of every job runs this)."""
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    code = "from slurm_hooks.hooks import task_prolog; import sys; print(task_prolog.configured_state_dir(dict(SLURM_HOOKS_CONFIG=sys.argv[1])))"
+    out = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "/run/slurm-hooks", out.stderr
+
+
 def test_task_prolog_imports_neither_the_config_module_nor_yaml(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(f"state_dir: {tmp_path}\n")

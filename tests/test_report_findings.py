@@ -38,6 +38,7 @@ class Job:
     user: str
     rates: dict[str, float]
     root: str = ""  # where a failure is rooted ("" : one of its nodes at random)
+    guess: str = ""  # a label whose diagnosis the Epilog calls a guess here (`conf=low`, the record's last key)
 
 
 Plant = Callable[[Job, random.Random], None]
@@ -64,12 +65,14 @@ def fleet(seed: int, plant: Plant | None = None, n: int = 12_000) -> list[Accoun
                 label = name
                 break
             x -= p
-        root = (job.root or rnd.choice(job.nodes)) if label in ROOTED else ""
+        root = (job.root or rnd.choice(job.nodes)) if label in ROOTED or (job.root and label != "success") else ""
         driver, cdmm, ncore, gpu = job.config
         record = (
             f"slurm-hooks/v1 label={label}"
             + (f" node={root}" if root else "")
+            + (" exc=disk_full excnode=1" if label == "app_exception" else "")  # a kind that points at the node
             + f" driver={driver} cdmm={cdmm} ncore={ncore} gpu={gpu} state={STATE.get(label, 'failed').lower()}"
+            + (" conf=low" if label == job.guess else "")
         )
         rows.append(
             replace(

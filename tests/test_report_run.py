@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timezone
 
 from slurm_hooks.cli import main
+from slurm_hooks.report.saved import FORGEABLE
 from tests.test_slurm_accounting import line
 
 
@@ -63,6 +64,7 @@ def test_bad_input_is_counted_in_clear_buckets(tmp_path) -> None:
         "comment_delimiter": 1,
         "node_list_cut": 0,
         "node_list_bad": 0,
+        "delimiter": FORGEABLE,  # saved by hand with the fixed delimiter, not by --save
     }
     assert doc["totals"]["failed"] == 8 and doc["totals"]["coverage"]["diagnosed"] == 5
     reasons = {u["reason"]: u["job_ids"] for u in doc["totals"]["coverage"]["uncovered"]}

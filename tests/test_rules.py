@@ -418,7 +418,7 @@ def test_missing_rule_file_is_named(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------- hostile rule files (issue 8 class 3)
-RULE = "rules: [ {name: x, family: segfault, role: primary, keywords: [a], pattern: 'a'} ]\n"
+RULE = "rules: [ {name: x, family: segfault, role: primary, keywords: [abc], pattern: 'abc'} ]\n"
 
 
 def test_non_utf8_rule_file_is_a_clear_error(tmp_path: Path) -> None:
@@ -443,10 +443,10 @@ def test_hooks_leave_a_bad_file_out_whole_and_say_so(tmp_path: Path) -> None:
 def test_catastrophic_operator_pattern_is_accepted_and_fast(tmp_path: Path) -> None:
     extra = tmp_path / "site.yaml"
     extra.write_text(
-        "rules: [ {name: evil, family: task_host, role: context, keywords: [Z], pattern: '^(.*)*(.*)*Z$'} ]\n"
+        "rules: [ {name: evil, family: task_host, role: context, keywords: [ZZZ], pattern: '^(.*)*(.*)*ZZZ$'} ]\n"
     )
     rule = next(r for r in load_rule_pack([extra], strict=True).rules if r.name == "evil")
-    assert rule.search("a" * 8192 + "Z") == {} and rule.search("a" * 100_000) is None  # instant with RE2
+    assert rule.search("a" * 8192 + "ZZZ") == {} and rule.search("a" * 100_000) is None  # instant with RE2
 
 
 def test_unless_excludes_what_the_pattern_would_take(pack) -> None:

@@ -226,7 +226,7 @@ def load_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Bundle:
     kernels = {}
     for file in parts["kernel"]:
         node = file.name.removesuffix(".log")
-        if _NODE_NAME.match(node):
+        if _NODE_NAME.fullmatch(node):  # not match's `$`: it passes a trailing newline
             kernels[node] = file
         else:
             skipped.append(f"{file.rel}: file name is not a node name; not read")

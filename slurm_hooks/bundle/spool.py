@@ -1,7 +1,8 @@
 """The node spool: per-job evidence bundles and diagnoses, and their retention.
 
 <spool_dir>/jobs/<jobid>/bundle/   evidence bundle v1 (DESIGN.md), parts written by each node
-<spool_dir>/jobs/<jobid>/parts/    <node>.done once a node's part is complete
+<spool_dir>/jobs/<jobid>/parts/    <node>@<run>.done once a node's part of that run is complete
+<spool_dir>/jobs/<jobid>/stale/    what the annotator set aside: no finished part of its run vouched for it
 <spool_dir>/jobs/<jobid>/diagnosis.json
 <spool_dir>/outbox/                annotations not yet in accounting (deliver/outbox.py)
 
@@ -15,26 +16,28 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from slurm_hooks.bundle.layout import PARTS
+from slurm_hooks.bundle.retention import PruneReport, prune_jobs
 from slurm_hooks.core.layout import job_dir
-from slurm_hooks.core.nofollow import opened_dir, read_at, write_at
+from slurm_hooks.core.nofollow import open_child, opened_dir, read_at, write_at
+from slurm_hooks.core.treewalk import chown_tree as _chown_tree  # iterative; links changed, never followed
+from slurm_hooks.slurm.job import RunId
 
-
-@dataclass
-class PruneReport:
-    removed: list[str] = field(default_factory=list)  # job dirs that are gone
-    links_removed: list[str] = field(default_factory=list)  # planted links at jobs/<id>: the link only
-    failed: dict[str, str] = field(default_factory=dict)  # job dirs still there, and why
+MARKER_BYTES = 1 << 20  # a part marker: its run, its time and the bundle files it vouches for
 
 
 class Spool:
     def __init__(self, root: str) -> None:
         self.root = Path(root)
+        self._wrote: dict[str, set[str]] = {}  # per job, the bundle files this process wrote: its part
+
+    def _vouch(self, job_id: str, relpath: str) -> None:
+        if relpath.startswith("bundle/"):
+            self._wrote.setdefault(job_id, set()).add(relpath)
 
     def job_dir(self, job_id: str) -> Path:
         return job_dir(self.root, job_id)
@@ -57,6 +60,7 @@ class Spool:
         dirs, name = self._parts(job_id, relpath)
         with opened_dir(self.root, dirs, create=True) as fd:
             write_at(fd, name, data.encode() if isinstance(data, str) else data, mode)
+        self._vouch(job_id, relpath)
 
     def read(self, job_id: str, relpath: str, limit: int = 1 << 20) -> bytes:
         dirs, name = self._parts(job_id, relpath)
@@ -77,21 +81,75 @@ class Spool:
                 with contextlib.suppress(OSError):
                     os.unlink(name, dir_fd=fd)
                 raise
+        self._vouch(job_id, relpath)
 
     def remove(self, job_id: str, relpath: str) -> None:
         dirs, name = self._parts(job_id, relpath)
+        self._wrote.get(job_id, set()).discard(relpath)
         with opened_dir(self.root, dirs) as fd, contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=fd)
 
-    def mark_part_done(self, job_id: str, node: str, at: float) -> None:
-        self.write(job_id, f"parts/{node}.done", str(at))
+    def mark_part_done(self, job_id: str, node: str, at: float, run: RunId | None = None) -> None:
+        """`parts/<node>@<run>.done`: this node's part of that run is complete, and these bundle
+        files (what this process wrote for the job) are it. Another run's marker stays beside it."""
+        tag = run.tag if run is not None else ""
+        doc = json.dumps({"run": tag, "at": at, "files": sorted(self._wrote.get(job_id, ()))})
+        self.write(job_id, f"parts/{node}@{tag}.done" if tag else f"parts/{node}.done", doc)
 
-    def parts_done(self, job_id: str) -> set[str]:
+    def mark_decided(self, job_id: str, run: RunId, entry: bytes) -> None:
+        """`parts/@<run>.decided`: the run's record is decided; `entry` is the outbox entry it queued
+        (b"" when there is nothing to deliver). A second Epilog of the run, or a flush, reads it back."""
+        self.write(job_id, f"parts/@{run.tag}.decided", entry)
+
+    def decided(self, job_id: str, run: RunId) -> bytes | None:
+        """What `mark_decided` kept for `run`, None when the run is not decided."""
+        for _, tag, name in self._markers(job_id, ".decided"):
+            if tag and tag.same_run(run):
+                with contextlib.suppress(OSError):
+                    return self.read(job_id, f"parts/{name}", MARKER_BYTES)
+        return None
+
+    def _markers(self, job_id: str, kind: str = ".done") -> list[tuple[str, RunId | None, str]]:
+        """(node, run, file name) of every marker of `kind`: one directory listing, whatever the job's size."""
         try:
             with opened_dir(self.root, self._parts(job_id, "parts/")[0]) as fd:
-                return {n.removesuffix(".done") for n in os.listdir(fd) if n.endswith(".done")}
+                names = [n for n in os.listdir(fd) if n.endswith(kind)]
         except OSError:  # none yet, not yet handed over to us, or a planted link where the job's dir should be
-            return set()
+            return []
+        out = []
+        for name in names:
+            node, at, tag = name.removesuffix(kind).rpartition("@")
+            out.append((node, RunId.parse(tag), name) if at else (tag, RunId(), name))  # <node>.done: no run said
+        return out
+
+    def parts_done(self, job_id: str, run: RunId | None = None) -> set[str]:
+        """The nodes whose part of `run` is complete (another run's marker is not this run's part);
+        every node with a marker when `run` is None."""
+        return {node for node, tag, _ in self._markers(job_id) if run is None or (tag and run.same_run(tag))}
+
+    def set_aside(self, job_id: str, run: RunId, nodes: Iterable[str] | None) -> list[str]:
+        """Move out of `bundle/` every file no finished part of `run` from `nodes` (None: any node)
+        vouches for: a previous run's part (a requeue, a reused job id), a node that is not this
+        run's, a part still being written when the wait ended, an old job.json. The diagnosis then
+        reads this run's finished parts only; what was moved waits in `stale/` for retention."""
+        wanted, moved = None if nodes is None else set(nodes), []
+        vouched = set(self._wrote.get(job_id, ()))  # this process's own writes are this run's
+        markers = [
+            name
+            for node, tag, name in self._markers(job_id)
+            if (wanted is None or node in wanted) and tag and run.same_run(tag)
+        ]
+        with contextlib.suppress(FileNotFoundError), opened_dir(self.root, self._parts(job_id, "parts/")[0]) as fd:
+            for name in markers:
+                vouched |= _vouched_by(fd, name)
+        with contextlib.suppress(FileNotFoundError), opened_dir(self.root, self._parts(job_id, "")[0]) as job:
+            for sub in ("", *PARTS):
+                folder = f"bundle/{sub}/" if sub else "bundle/"
+                dirs = self._parts(job_id, folder)[0]
+                with contextlib.suppress(FileNotFoundError), opened_dir(self.root, dirs) as fd:
+                    names = [n for n in os.listdir(fd) if not n.startswith(".") and (sub or n not in PARTS)]
+                    moved += _move(fd, job, sub, [n for n in names if folder + n not in vouched])
+        return moved
 
     def hand_over(self, job_id: str) -> None:
         """Give `jobs/`, the job's tree and `outbox/` to the spool root's owner. With `annotator:
@@ -111,76 +169,41 @@ class Spool:
         self.write(job_id, "diagnosis.json", json.dumps(diagnosis, indent=1) + "\n")
 
     # --------------------------------------------------------------- retention
-    def prune(self, retention_days: int, max_mb: int, now: float) -> PruneReport:
-        """Drop job dirs past retention, then the oldest until the spool fits; says what really went."""
-        report = PruneReport()
-        with contextlib.ExitStack() as stack:
-            try:
-                fd = stack.enter_context(opened_dir(self.root, ["jobs"]))
-            except FileNotFoundError:
-                return report
-            entries = []
-            for name in os.listdir(fd):
-                st = os.lstat(name, dir_fd=fd)
-                if stat.S_ISLNK(st.st_mode):  # nothing of ours is a link: remove the link, never its target
-                    os.unlink(name, dir_fd=fd)
-                    report.links_removed.append(name)
-                elif stat.S_ISDIR(st.st_mode):
-                    entries.append((st.st_mtime, name, _size(fd, name)))
-            total = sum(size for _, _, size in entries)
-            for mtime, name, size in sorted(entries):
-                if mtime >= now - retention_days * 86400 and total <= max_mb * (1 << 20):
-                    break
-                if (error := _remove_tree(fd, name)) is None:
-                    report.removed.append(name)
-                    total -= size
-                else:
-                    report.failed[name] = error
-        return report
+    def prune(
+        self,
+        retention_days: int,
+        max_mb: int,
+        now: float,
+        live: Collection[str] = frozenset(),
+        deadline: float | None = None,
+    ) -> PruneReport:
+        """Drop job dirs past retention, then the oldest until the spool fits; says what really went.
+        Bounded by `deadline` (time.monotonic(); default bundle/retention.py's PRUNE_S from now) and
+        incremental: the next run goes on where this one stopped. Jobs in `live` are never touched."""
+        return prune_jobs(self.root, retention_days, max_mb, now, live, deadline)
 
 
-def _remove_tree(parent: int, name: str) -> str | None:
-    """None once `name` is gone; else the first error. Descriptor-relative throughout, links
-    are unlinked, never followed (shutil.rmtree takes a dir_fd only from Python 3.11)."""
-    errors: list[str] = []
-
-    def attempt(remove: Callable[..., None], entry: str, fd: int) -> None:
-        try:
-            remove(entry, dir_fd=fd)
-        except NotADirectoryError:  # a link to a directory is listed among the directories
-            attempt(os.unlink, entry, fd)
-        except OSError as exc:
-            errors.append(f"{entry}: {exc.strerror}")
-
-    for _root, dirs, files, fd in os.fwalk(
-        name, topdown=False, dir_fd=parent, follow_symlinks=False, onerror=lambda exc: errors.append(str(exc))
-    ):
-        for entry in files:
-            attempt(os.unlink, entry, fd)
-        for entry in dirs:
-            attempt(os.rmdir, entry, fd)
-    attempt(os.rmdir, name, parent)
+def _vouched_by(parts: int, name: str) -> set[str]:
+    """The bundle files a part marker lists; none when it cannot be read (an older version's marker)."""
     try:
-        os.lstat(name, dir_fd=parent)
-    except FileNotFoundError:
-        return None
-    return errors[0] if errors else "still present"
+        doc = json.loads(read_at(parts, name, MARKER_BYTES))
+    except (OSError, ValueError, RecursionError):
+        return set()
+    files = doc.get("files") if isinstance(doc, dict) else None
+    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
 
 
-def _chown_tree(parent: int, name: str, uid: int, gid: int) -> None:
-    """Links are not followed; a file renamed or removed meanwhile (a writer's temporary) is skipped."""
-    for _root, _dirs, files, fd in os.fwalk(name, dir_fd=parent, follow_symlinks=False):
-        os.fchown(fd, uid, gid)
-        for entry in files:
-            with contextlib.suppress(FileNotFoundError):
-                os.chown(entry, uid, gid, dir_fd=fd, follow_symlinks=False)
-
-
-def _size(parent: int, name: str) -> int:
-    total = 0
-    for _root, _dirs, files, fd in os.fwalk(name, dir_fd=parent, follow_symlinks=False):
-        for f in files:
-            with contextlib.suppress(OSError):
-                st = os.lstat(f, dir_fd=fd)
-                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
-    return total
+def _move(part: int, job: int, sub: str, names: list[str]) -> list[str]:
+    """`names` from the bundle's `sub` folder into the job's `stale/`; a rename moves a link itself."""
+    moved: list[str] = []
+    if not names:
+        return moved
+    stale = open_child(job, "stale", create=True)
+    try:
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):  # its writer replaced it meanwhile
+                os.rename(name, f"{sub or 'bundle'}-{name}", src_dir_fd=part, dst_dir_fd=stale)
+                moved.append(f"{sub}/{name}" if sub else name)
+    finally:
+        os.close(stale)
+    return moved

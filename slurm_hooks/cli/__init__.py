@@ -14,9 +14,13 @@ from slurm_hooks.cli.config import cli_config
 
 
 def _diagnose(args: argparse.Namespace) -> int:
+    """The bundle is read and diagnosed in a bounded child (core/sandbox.py), as the bundle's owner
+    when root runs this on someone else's: a bundle is what a job's user wrote, whoever copied it."""
     import json
+    import os
 
-    from slurm_hooks.bundle import BundleError, open_bundle
+    from slurm_hooks.bundle import open_bundle
+    from slurm_hooks.core.sandbox import Bounds, Owner, run_parse
     from slurm_hooks.diagnose import diagnose
     from slurm_hooks.diagnose.render import to_text
     from slurm_hooks.rules import RulePackError, load_rule_pack
@@ -24,16 +28,25 @@ def _diagnose(args: argparse.Namespace) -> int:
     config = cli_config(args.config, strict=not args.no_site_rules)  # broken: an error, unless its rules are skipped
     site = () if args.no_site_rules else config.rule_files  # the Epilog's rule files, then --rules
     try:
+        st = os.stat(args.bundle)
+    except OSError as exc:
+        print(f"slurm-hooks: {args.bundle}: {exc.strerror}", file=sys.stderr)
+        return 2
+
+    def parse() -> object:  # the rule files too, as in the Epilog (hooks/deps.py diagnose_bundle)
         pack = load_rule_pack([*site, *args.rules], strict=True)
         with open_bundle(Path(args.bundle), config.limits) as bundle:
             result = diagnose(bundle, pack)
-    except (BundleError, RulePackError) as exc:
-        print(f"slurm-hooks: {exc}", file=sys.stderr)
+        return result.to_dict() if args.json else to_text(result)
+
+    # An operator's command, not a hook: ten minutes and the Epilog's memory (post_job.analyse).
+    parsed = run_parse(parse, Bounds(4096, 600, 600, 64 << 20), Owner(st.st_uid, st.st_gid))
+    if not parsed.ok or not isinstance(parsed.value, (dict, str)):
+        reason = parsed.reason or "bad result"
+        refused = reason.removeprefix(f"{RulePackError.__name__}: ")  # the rule file's own one-line error
+        print(f"slurm-hooks: {refused if refused != reason else f'{args.bundle}: not read: {reason}'}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        sys.stdout.write(to_text(result))
+    sys.stdout.write(json.dumps(parsed.value, indent=2) + "\n" if args.json else str(parsed.value))
     return 0
 
 

@@ -16,31 +16,34 @@ from slurm_hooks.core.layout import is_number
 
 
 def flush_command(args: argparse.Namespace) -> int:
-    from slurm_hooks.core.clock import SystemClock
     from slurm_hooks.core.hooklog import HookLog
     from slurm_hooks.deliver.annotate import deliver_backlog
-    from slurm_hooks.deliver.outbox import Outbox
-    from slurm_hooks.hooks.deps import slurm_client
+    from slurm_hooks.hooks.deps import real_deps
     from slurm_hooks.hooks.metrics import Metrics
+    from slurm_hooks.hooks.undecided import decide_undecided
 
-    config, clock = cli_config(args.config), SystemClock()
+    config = cli_config(args.config)
+    deps = real_deps(config, HookLog(config.log_file, "flush"))
+    clock = deps.clock
     started = clock.monotonic()
+    # Runs queued undecided (slurmctld did not answer their Epilogs) are decided first, then delivered.
+    undecided = decide_undecided(config, deps, None, budget_s=240.0)
     tally = deliver_backlog(
-        Outbox(Path(config.spool_dir)),
-        slurm_client(config),
-        HookLog(config.log_file, "flush"),
+        deps.outbox,
+        deps.slurm,
+        deps.log,
         clock,
-        budget_s=300.0,
+        budget_s=max(0.0, 300.0 - (clock.monotonic() - started)),
         retention_days=config.retention_days,
     )
     Metrics(config.state_dir, config.metrics_file, str(Path(config.spool_dir) / "outbox")).hook_run(
-        "flush", clock.monotonic() - started, failed=tally.pending > 0
+        "flush", clock.monotonic() - started, failed=tally.pending + undecided > 0
     )
     print(
         f"delivered {tally.delivered}, left alone {tally.left_alone}, still pending {tally.pending}, "
-        f"dropped {tally.dropped}, quarantined {tally.quarantined}"
+        f"dropped {tally.dropped}, quarantined {tally.quarantined}, undecided {undecided}"
     )
-    return 0 if tally.pending == 0 else 1
+    return 0 if tally.pending + undecided == 0 else 1
 
 
 def decode_command(args: argparse.Namespace) -> int:
@@ -81,8 +84,20 @@ def collect_command(args: argparse.Namespace) -> int:
     if not (job / "bundle").is_dir():
         print(f"slurm-hooks: no bundle for job {args.job_id} in {job.parent} on this node", file=sys.stderr)
         return 1
-    # 0600 whatever the umask: the bundle holds the job's logs, which only its user and root may read.
-    fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    # A new file, never one that is there: root writing through a file or link someone made first
+    # (in /tmp, say) would hand them the job's logs or truncate what a link names. 0600 whatever the
+    # umask: the bundle holds the job's logs, which only its user and root may read.
+    try:
+        fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        print(
+            f"slurm-hooks: {args.output} exists; collect writes a new file only: remove it or name another",
+            file=sys.stderr,
+        )
+        return 2
+    except OSError as exc:
+        print(f"slurm-hooks: {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w:gz") as tar:
         tar.add(job / "bundle", arcname=args.job_id)

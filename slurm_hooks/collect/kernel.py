@@ -8,12 +8,17 @@ import os
 import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from slurm_hooks.core.proc import TOOL_ENV, run_bounded
+from slurm_hooks.core.safeio import open_regular
 from slurm_hooks.core.times import parse_iso
 
 MAX_BYTES = 16 << 20  # a kernel window beyond this is a storm; its start is what matters
+# bytes read per Epilog: of kernel_log_file and FILE.1 (the newest; kmsg-follow keeps 2 x 8 MiB),
+# of /dev/kmsg (a ring buffer of at most 32 MiB)
+READ_MAX = 64 << 20
+LINE_MAX = 16 << 10  # a journal line is one kernel record (kmsg_record.MAX_TEXT); longer is not one
 
 
 @dataclass(frozen=True)
@@ -55,30 +60,69 @@ class HostKernelLog:
 class FileKernelLog:
     """A file of `journalctl -k -o short-iso-precise` lines for this node alone: `slurm-hooks
     kmsg-follow`'s (which rotates it to FILE.1, read first), a log forwarder's copy, or the dev
-    cluster's stand-in where several nodes share one kernel ring buffer."""
+    cluster's stand-in where several nodes share one kernel ring buffer.
+
+    Whoever can write its directory can put anything at either name: each is opened without
+    following a link, without blocking, and read only if it is a regular file (a FIFO or a link to
+    /dev/zero is refused, said in the source); at most READ_MAX bytes of the two, the newest (the
+    job just ended), in lines of at most LINE_MAX bytes (a longer one is no journal line: dropped)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
 
     def read(self, start: datetime, end: datetime, boot: datetime | None) -> tuple[str | None, str]:
-        lo, hi = start - WINDOW.before, end + WINDOW.after
-        kept: list[str] = []
-        size, rotated = 0, False
-        for path in (self.path + ".1", self.path):
-            try:
-                with open(path, encoding="utf-8", errors="replace") as lines:
-                    rotated = rotated or path != self.path
-                    for line in lines:
-                        stamp = parse_iso(line.split(" ", 1)[0])
-                        if stamp is not None and lo <= stamp <= hi and size < MAX_BYTES:
-                            kept.append(line if line.endswith("\n") else line + "\n")
-                            size += len(line)
-            except FileNotFoundError:
-                if path == self.path and not rotated:  # FILE alone may be missing: just rotated
-                    return None, f"none ({self.path}: No such file or directory)"
-            except OSError as exc:
-                return None, f"none ({path}: {exc.strerror})"
+        opened: list[tuple[str, BinaryIO]] = []
+        try:
+            for path in (self.path, self.path + ".1"):  # newest first: it gets the read budget first
+                try:
+                    opened.append((path, open_regular(path)))
+                except FileNotFoundError:
+                    pass  # FILE alone may be missing (just rotated), or FILE.1 (never rotated)
+                except OSError as exc:
+                    return None, f"none ({path}: {exc.strerror or exc})"
+            if not opened:
+                return None, f"none ({self.path}: No such file or directory)"
+            spans, left = [], READ_MAX  # (file, from, to): each file's newest bytes, FILE's first
+            for _, fh in opened:
+                size = os.fstat(fh.fileno()).st_size
+                spans.append((fh, max(0, size - left), size))
+                left -= size - spans[-1][1]
+            kept: list[str] = []
+            for fh, at, to in reversed(spans):  # FILE.1's lines before FILE's
+                _window_lines(fh, at, to, start - WINDOW.before, end + WINDOW.after, kept)
+        except OSError as exc:
+            return None, f"none ({self.path}: {exc.strerror or exc})"
+        finally:
+            for _, fh in opened:
+                fh.close()
         return "".join(kept), self.path
+
+
+def _window_lines(fh: BinaryIO, at: int, to: int, lo: datetime, hi: datetime, kept: list[str]) -> None:
+    """Lines stamped in [lo, hi] of bytes [at, to) of `fh` (a regular file) onto `kept`; a line
+    begun before `at` is not one (what was appended after `to` is the next Epilog's)."""
+    whole = at == 0 or os.pread(fh.fileno(), 1, at - 1) == b"\n"
+    fh.seek(at)
+    left, held = to - at, sum(map(len, kept))
+    while left > 0 and held < MAX_BYTES:
+        raw = fh.readline(min(LINE_MAX, left))
+        if not raw:
+            break
+        left -= len(raw)
+        if not whole:  # the share began inside a line: that part is no line
+            whole = raw.endswith(b"\n")
+            continue
+        if not raw.endswith(b"\n") and left > 0:  # longer than LINE_MAX: skip to its end
+            while left > 0 and (rest := fh.readline(min(LINE_MAX, left))):
+                left -= len(rest)
+                if rest.endswith(b"\n"):
+                    break
+            continue
+        line = raw.decode("utf-8", errors="replace")
+        stamp = parse_iso(line.split(" ", 1)[0])
+        if stamp is not None and lo <= stamp <= hi:
+            kept.append(line if line.endswith("\n") else line + "\n")
+            held += len(line)
 
 
 def kernel_log_for(kernel_log_file: str, timeout_s: float) -> KernelLog:
@@ -118,7 +162,8 @@ def from_kmsg(start: datetime, end: datetime, boot: datetime, path: str = "/dev/
     lines: list[str] = []
     size = 0
     try:
-        while size < MAX_BYTES:
+        read = 0
+        while size < MAX_BYTES and read < READ_MAX:  # a device that never ends is no ring buffer
             try:
                 record = os.read(fd, 8192)
             except OSError as exc:
@@ -127,6 +172,7 @@ def from_kmsg(start: datetime, end: datetime, boot: datetime, path: str = "/dev/
                 break  # EAGAIN: the end of the buffer
             if not record:
                 break
+            read += len(record)
             head, _, message = record.decode(errors="replace").partition(";")
             fields = head.split(",")
             if len(fields) < 3 or not fields[2].isdigit():

@@ -7,22 +7,37 @@ job.json once it knows every node (DESIGN.md, bundle v1).
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.collect.kernel import KernelLog
-from slurm_hooks.core.times import parse_iso, zone_named
+from slurm_hooks.core.times import parse_iso, system_zone
 from slurm_hooks.facts.host import boot_time
 from slurm_hooks.slurm.client import JobRecord, nodes_shared
 from slurm_hooks.slurm.job import JobContext, JobView
 
 
-def job_window(record: JobRecord, facts: dict[str, Any], now: datetime) -> tuple[datetime, datetime]:
-    """Slurm's naive Start/End times in the node's zone; `now` for either end it does not know
-    (scontrol prints "Unknown" for an end not yet known)."""
-    zone = zone_named(facts.get("timezone"), "node timezone")
-    return parse_iso(record.start, default_zone=zone) or now, parse_iso(record.end, default_zone=zone) or now
+def job_window(
+    record: JobRecord, facts: dict[str, Any], now: datetime, zone: tzinfo | None = None
+) -> tuple[datetime, datetime]:
+    """Slurm's naive Start/End times, as UTC; `now` for either end it does not know (squeue prints
+    "Unknown" for an end not yet known).
+
+    Naive times are in the zone Slurm's commands printed them in: this system's (`system_zone`,
+    or `zone`), never the host's from the node facts (under SUNK the slurmd pod's zone may differ
+    from its host's) and never this process's TZ. The kernel lines they are matched against are
+    UTC from the kernel's own clock (kmsg records, journal offsets), so no zone enters there.
+    `facts` is no longer read (its `timezone` is the host's); hooks/epilog.py still passes it."""
+    zone = zone or system_zone()[1]
+    return (
+        _utc(parse_iso(record.start, default_zone=zone)) or now,
+        _utc(parse_iso(record.end, default_zone=zone)) or now,
+    )
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    return when.astimezone(timezone.utc) if when else None
 
 
 def write_node_part(
@@ -56,7 +71,7 @@ def write_job_json(
         "end_time": end.isoformat(),
         "nodes": list(job.nodes),
         "batch_host": job.lead or None,
-        "timezone": facts.get("timezone") or "UTC",
+        "timezone": system_zone()[0],  # the zone of Slurm's naive times (slurmstepd's, here), not the host's
         "log_timezone": log_timezone,
     }
     # Slurm's counts for the diagnosis (diagnose/bounds.py, witness.py), only when Slurm gave them:

@@ -22,25 +22,31 @@ _CHOICES = {
 }
 
 
+def _shown(value: Any, limit: int = 80) -> str:
+    """A value as an error quotes it: its repr, cut (a value may be 64 KiB of the file)."""
+    text = repr(value[:limit] if isinstance(value, str) else value)
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 def _check_keys(doc: dict[str, Any], cls: type[Record], where: str, prefix: str) -> None:
     known = set(cls._fields) - {"source"}
     for key in doc:
         if key not in known:
-            raise ConfigError(f"{where}: unknown key '{prefix}{key}' (known: {', '.join(sorted(known))})")
+            raise ConfigError(f"{where}: unknown key '{prefix}{str(key)[:60]}' (known: {', '.join(sorted(known))})")
 
 
 def _scalar(value: Any, expected: type, where: str, key: str) -> Any:
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
-        raise ConfigError(f"{where}: key '{key}' must be {expected.__name__}, got {value!r}")
+        raise ConfigError(f"{where}: key '{key}' must be {expected.__name__}, got {_shown(value)}")
     choices = _CHOICES.get(key)
     if choices and value not in choices:
-        raise ConfigError(f"{where}: key '{key}' must be one of {', '.join(choices)}, got {value!r}")
+        raise ConfigError(f"{where}: key '{key}' must be one of {', '.join(choices)}, got {_shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):  # YAML's .nan and .inf are floats
-        raise ConfigError(f"{where}: key '{key}' must be a finite number, got {value!r}")
+        raise ConfigError(f"{where}: key '{key}' must be a finite number, got {_shown(value)}")
     if isinstance(value, (int, float)) and value < 0:
-        raise ConfigError(f"{where}: key '{key}' must not be negative, got {value!r}")
+        raise ConfigError(f"{where}: key '{key}' must not be negative, got {_shown(value)}")
     return value
 
 
@@ -87,39 +93,22 @@ def _report(doc: Any, where: str) -> Report:
     report: Report = _section(doc, Report, where, "report.")
     try:
         groups = re.compile(report.rack_pattern).groupindex
-    except re.error as exc:
+    except (re.error, RecursionError, OverflowError) as exc:  # 5,000 nested groups, a{4294967296}
         raise ConfigError(f"{where}: key 'report.rack_pattern' is not a regular expression: {exc}") from None
     if "rack" not in groups:
         raise ConfigError(f"{where}: key 'report.rack_pattern' needs a group named rack: (?P<rack>...)")
     return report
 
 
-def _load_yaml(text: str) -> Any:
-    """yaml.safe_load, except that a key given twice in one mapping is an error, not a silent override."""
-    import yaml  # deferred: ~25 ms, and the TaskProlog path never needs it
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
-                    )
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    return yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: no object construction
-
-
 def parse_config(text: str, where: str) -> Config:
-    import yaml
+    import yaml  # deferred with the loader: ~25 ms, and a cached config never needs it
+
+    from slurm_hooks.config.strict_yaml import describe, load_yaml
 
     try:
-        doc = _load_yaml(text)
-    except (yaml.YAMLError, RecursionError) as exc:
-        raise ConfigError(f"{where}: not valid YAML: {exc}") from None
+        doc = load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML at {describe(exc)}") from None
     if doc is None:
         return check_bounds(Config(source=where), where)
     if not isinstance(doc, dict):

@@ -12,9 +12,20 @@ from typing import NamedTuple
 
 from slurm_hooks.core.layout import DEFAULT_SPOOL_DIR, DEFAULT_STATE_DIR
 
+MESSAGE_MAX = 500  # characters of a config error: one log line or one stderr line, whatever the file holds
+
 
 class ConfigError(ValueError):
-    pass
+    """A config that does not load, said in one bounded line: the file, the key, what was expected.
+
+    Bounded here, by construction: a message may quote a value, and a value may be 64 KiB of the file.
+    """
+
+    def __init__(self, message: str) -> None:
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message[:MESSAGE_MAX])  # one line
+        if len(text) > MESSAGE_MAX or len(message) > MESSAGE_MAX:
+            text = f"{text[:MESSAGE_MAX]}... ({len(message)} characters in all)"
+        super().__init__(text)
 
 
 class NcoreSource(NamedTuple):

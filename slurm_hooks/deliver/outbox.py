@@ -3,7 +3,8 @@
 Everything read from it is validated into a typed `OutboxEntry`; what fails (a bad field, a
 `queued_at` that is not a number, deep nesting, a link, a non-numeric job id) is moved to
 `outbox/quarantine/` and never blocks the entries behind it. The annotator reserves its job's
-entry before it writes the (larger) bundle, so that on a full disk the record still fits.
+entry before it writes the (larger) bundle, so that on a full disk the record still fits. A job
+whose annotator nobody could name waits here `Undecided` until a backlog flush decides it.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from slurm_hooks.core.nofollow import open_child, opened_dir, read_at, write_at
-from slurm_hooks.slurm.annotation import MARK, MAX_RECORD
+from slurm_hooks.slurm.annotation import MARK, MAX_RECORD, decode
+from slurm_hooks.slurm.job import ENV_VARS, JobContext, RunId
 
 FIELDS = ("admin_comment", "comment")
 RESERVED_BYTES = 2048  # room for any entry (a record is at most MAX_RECORD)
 RESERVATION_TTL_S = 3600.0  # a reservation older than this was left by a hook that died
 MAX_ENTRY_BYTES = 64 << 10
-_NAME = re.compile(r"^([0-9]{1,20})\.json$")
-_RECORD = re.compile(r"^[\x20-\x7e]*$")  # one printable line: sacct -P output stays parseable
+MAX_ENV_VALUE = 4096  # one environment value of an undecided entry (paths, the user's comment)
+_NAME = re.compile(r"([0-9]{1,20})\.json")  # fullmatch: `$` would take a name ending in a newline
+_RECORD = re.compile(r"[\x20-\x7e]*")  # fullmatch: one printable line, sacct -P output stays parseable
 
 
 class InvalidEntry(ValueError):
@@ -50,9 +53,46 @@ class Reservation:
     reserved_at: float
 
 
-def parse_entry(name: str, raw: bytes) -> OutboxEntry | Reservation:
+@dataclass(frozen=True)
+class Undecided:
+    """A job whose annotator nobody could name (its multi-node Epilogs got no job record from
+    slurmctld): what Slurm's environment said, until a backlog flush decides it (hooks/post_job.py)."""
+
+    job_id: str
+    env: dict[str, str]  # JobContext.to_env(), read back through JobContext.from_env
+    reason: str
+    queued_at: float
+
+    def same_run(self, run: RunId) -> bool:
+        ctx = JobContext.from_env(self.env)
+        return ctx is not None and RunId.of(ctx).same_run(run)
+
+
+def _undecided(job_id: str, doc: dict[str, Any]) -> Undecided:
+    env, reason = doc["env"], doc["undecided"]
+    if not isinstance(reason, str) or len(reason) > MAX_RECORD:
+        raise InvalidEntry("undecided: the reason is not a short text")
+    if (
+        not isinstance(env, dict)
+        or not set(env) <= ENV_VARS
+        or not all(isinstance(v, str) and len(v) <= MAX_ENV_VALUE for v in env.values())
+        or env.get("SLURM_JOB_ID") != job_id
+    ):
+        raise InvalidEntry("undecided: env is not the job's environment as slurm-hooks keeps it")
+    return Undecided(job_id, dict(env), reason, _time(doc["queued_at"], "queued_at"))
+
+
+def _same_run(item: OutboxEntry | Reservation | Undecided, run: RunId) -> bool:
+    """`item` is already this run's: its record (`run=`) or its environment says so."""
+    if isinstance(item, Undecided):
+        return item.same_run(run)
+    tag = (decode(item.record) or {}).get("run", "") if isinstance(item, OutboxEntry) else ""
+    return bool(tag) and (parsed := RunId.parse(tag)) is not None and parsed.same_run(run)
+
+
+def parse_entry(name: str, raw: bytes) -> OutboxEntry | Reservation | Undecided:
     """The typed record in the file `name`, or InvalidEntry saying what is wrong with it."""
-    if not (m := _NAME.match(name)):
+    if not (m := _NAME.fullmatch(name)):
         raise InvalidEntry("file name is not <numeric job id>.json")
     if len(raw) > MAX_ENTRY_BYTES:
         raise InvalidEntry(f"larger than {MAX_ENTRY_BYTES} bytes")
@@ -64,6 +104,8 @@ def parse_entry(name: str, raw: bytes) -> OutboxEntry | Reservation:
         raise InvalidEntry("not an object whose job_id matches the file name")
     if doc.keys() == {"job_id", "reserved_at"}:
         return Reservation(m.group(1), _time(doc["reserved_at"], "reserved_at"))
+    if doc.keys() == {"job_id", "undecided", "env", "queued_at"}:
+        return _undecided(m.group(1), doc)
     if doc.keys() != {"job_id", "field", "record", "queued_at"}:
         raise InvalidEntry(f"unexpected keys {sorted(doc)[:8]}")
     if doc["field"] not in FIELDS:
@@ -73,7 +115,7 @@ def parse_entry(name: str, raw: bytes) -> OutboxEntry | Reservation:
         not isinstance(record, str)
         or not record.startswith(MARK)
         or len(record) > MAX_RECORD
-        or not _RECORD.match(record)
+        or not _RECORD.fullmatch(record)
         or "|" in record
     ):
         raise InvalidEntry(f"record is not a {MARK} line")
@@ -89,6 +131,7 @@ def _time(value: Any, key: str) -> float:
 @dataclass
 class Backlog:
     entries: list[OutboxEntry] = field(default_factory=list)  # oldest first
+    undecided: list[Undecided] = field(default_factory=list)  # oldest first
     quarantined: list[tuple[str, str]] = field(default_factory=list)  # (file, why)
 
 
@@ -135,13 +178,28 @@ class Outbox:
         finally:
             os.close(out)
 
+    def queue_undecided(self, item: Undecided, run: RunId) -> bool:
+        """Queue `item` unless the job's entry is already this run's (another node's undecided
+        entry, or the record a flush decided meanwhile); a previous run's entry or a reservation is
+        replaced. Every node of the run may call this: one entry results. True when written."""
+        name = f"{item.job_id}.json"
+        doc = {"job_id": item.job_id, "undecided": item.reason, "env": item.env, "queued_at": item.queued_at}
+        with self._dir() as fd:
+            try:
+                if _same_run(parse_entry(name, read_at(fd, name, MAX_ENTRY_BYTES)), run):
+                    return False
+            except (OSError, InvalidEntry):
+                pass  # none yet (or one pending() would quarantine): ours takes its place
+            write_at(fd, name, json.dumps(doc).encode() + b"\n", mode=0o600)
+        return True
+
     def release(self, job_id: str) -> None:
         """Drop the job's reservation (nothing to annotate); a queued entry is left alone."""
         with self._dir() as fd, contextlib.suppress(OSError, InvalidEntry):
             if isinstance(parse_entry(f"{job_id}.json", read_at(fd, f"{job_id}.json", MAX_ENTRY_BYTES)), Reservation):
                 os.unlink(f"{job_id}.json", dir_fd=fd)
 
-    def remove(self, entry: OutboxEntry) -> None:
+    def remove(self, entry: OutboxEntry | Undecided) -> None:
         """Remove a delivered entry, unless it was replaced by a newer one meanwhile (a requeued job)."""
         name = f"{entry.job_id}.json"
         with self._dir() as fd, contextlib.suppress(FileNotFoundError):  # another flusher was first
@@ -166,9 +224,12 @@ class Outbox:
                     continue
                 if isinstance(item, OutboxEntry):
                     backlog.entries.append(item)
+                elif isinstance(item, Undecided):
+                    backlog.undecided.append(item)
                 elif now - item.reserved_at > RESERVATION_TTL_S:
                     self._quarantine(fd, name, "reserved but never filled (its hook died)", backlog)
         backlog.entries.sort(key=lambda e: e.queued_at)
+        backlog.undecided.sort(key=lambda e: e.queued_at)
         return backlog
 
     @staticmethod

@@ -2,15 +2,18 @@
 
 1. A job Slurm reports COMPLETED 0:0 succeeded, whatever its logs say, unless its launcher or
    runtime proves a task crashed (a wrapper swallowed it, §8.21): then the crash decides, and
-   `details.masked_by_exit` says Slurm saw success.
+   `details.masked_by_exit` says Slurm saw success. srun's report of a task's death is not such
+   proof (a failed step raises the derived exit code Slurm recorded as 0): it is `details.survived`.
 2. Primary events (crashes, fatal Xids, OOM kills, link failures, Slurm ending the job) before
    the first symptom's report are the candidates; crashes in NCCL teardown are consequences.
    Of faults the clocks cannot order, the earliest estimate wins; the others are listed under
-   `details.concurrent`. A node's death outranks the link errors it causes (§8.5).
+   `details.concurrent`; an unstamped fault only the job's text shows never outranks one a node's
+   kernel logged (§8.28). A node's death outranks the link errors it causes (§8.5).
 3. A crash is a checkpoint crash inside a save window or with writer frames on its stack, never
    when a DataLoader worker crashed; CDMM comes from the crashed node's own facts.
 4. Otherwise the first symptom decides; otherwise Slurm's state and exit code.
 5. A single-node job's root node is that node whenever the label has a root.
+6. How sure it is, and a node verdict's root only on a witness the user cannot write (confidence.py).
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from slurm_hooks.bundle import Bundle
 from slurm_hooks.bundle.nodefacts import NodeFacts
 from slurm_hooks.diagnose import wording
 from slurm_hooks.diagnose.bounds import job_node
+from slurm_hooks.diagnose.confidence import settle
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Consequences, Crash, collect_crash, following
 from slurm_hooks.diagnose.notes import summarise
 from slurm_hooks.diagnose.raised import exception_verdict
 from slurm_hooks.diagnose.recorder import apply_flight
 from slurm_hooks.diagnose.result import Diagnosis, event_record, fault_record, iso
+from slurm_hooks.diagnose.slurm_state import disagreement
+from slurm_hooks.diagnose.trust import contradicted, ended_clean, is_kernel
 from slurm_hooks.diagnose.verdict import (
     Verdict,
     crash_verdict,
@@ -43,6 +49,7 @@ from slurm_hooks.timeline.events import Event, Timeline
 # Slurm ended the job, or no node is to blame: no root (DESIGN.md).
 _NO_ROOT = {"success", "unknown", "cancelled", "time_limit", "preempted"}
 MAX_EVIDENCE = 25
+MAX_SURVIVED = 8
 _FLOOR = datetime.min.replace(tzinfo=timezone.utc)
 
 
@@ -51,12 +58,16 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
     job = bundle.job
     primaries = [e for e in ctx.events if ctx.is_primary(e)]
     symptoms = [e for e in ctx.events if ctx.is_symptom(e)]
-    masked = job.state == "COMPLETED" and job.exit_status == (0, 0) and job.derived_status == (0, 0)
+    masked = ended_clean(job)
     if masked:
         ignored = len(primaries) + len(symptoms)
+        survived = [e for e in primaries if not _proven(ctx, e)]
         primaries = [e for e in primaries if _proven(ctx, e)]
         if not primaries:
-            verdict = Verdict("completed", "success", None, None, None, [], details={"ignored_events": ignored})
+            details: dict[str, object] = {"ignored_events": ignored}
+            if survived:  # faults it printed and Slurm's record says it lived through (§8.28)
+                details["survived"] = [fault_record(e) for e in survived[:MAX_SURVIVED]]
+            verdict = Verdict("completed", "success", None, None, None, [], details=details)
             return _assemble(ctx, timeline, verdict, [])
 
     # A survivor's word that its peer went away bounds nothing: the peer's fault is its cause.
@@ -85,8 +96,8 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
 def _proven(ctx: Context, ev: Event) -> bool:
     """A crash its launcher or runtime proves (§8.21): srun, a shell or torchrun says so, on a node of
     the job, or faulthandler's header is followed by its stack. Words alone prove nothing."""
-    if not ctx.has(ev, "crash") or ("node" in ev.fields and ev.node is None):
-        return False
+    if not ctx.has(ev, "crash") or ("node" in ev.fields and ev.node is None) or contradicted(ctx.bundle.job, ev):
+        return False  # srun's word that a task died, where Slurm records every step 0:0, proves nothing
     return ctx.has(ev, "proven_crash") or bool(following(ctx, [ev], "crash_stack"))
 
 
@@ -120,10 +131,19 @@ def _first_fault(ctx: Context, primaries: list[Event], first_symptom: Event | No
         return death, []
     group = [candidates[0], *[c for c in candidates[1:] if ctx.order.precedes(candidates[0], c) is None]]
     faults = _faults(ctx, group)
-    first = min(faults, key=lambda f: (_estimate(f) or _FLOOR, -max(e.rule.priority for e in f)))
+    # A fault only the job's text shows, with no time stamp, does not outrank one the node's kernel
+    # witnessed that the clocks cannot order it against: it stays a candidate (§8.28).
+    unplaced = [f for f in faults if not _witnessed(ctx, f) and not any(e.time for e in f)]
+    eligible = [f for f in faults if f not in unplaced] if any(_witnessed(ctx, f) for f in faults) else faults
+    first = min(eligible or faults, key=lambda f: (_estimate(f) or _FLOOR, -max(e.rule.priority for e in f)))
     if death is not None and ctx.has(first[0], "link"):
         return death, []  # completion errors naming a peer that died are that death's consequence (§8.5)
     return _best_sighting(first), [_best_sighting(f) for f in faults if f is not first]
+
+
+def _witnessed(ctx: Context, fault: list[Event]) -> bool:
+    """A sighting of the fault in the kernel log of a node, one no other job on it may have printed."""
+    return any(is_kernel(e) and id(e) not in ctx.weak for e in fault)
 
 
 def _same_line(a: Event, b: Event) -> bool:
@@ -201,7 +221,7 @@ def _parent_by_silence(ctx: Context, crash: Crash, symptoms: list[Event]) -> Non
     node, rank, _ = silent_ranks(ctx, symptoms)
     if rank is None or crash.node not in (None, node):
         return
-    crash.rank, crash.node = rank, node
+    crash.rank, crash.node, crash.by_silence = rank, node, True
     ended = any(ctx.has(e, "task_end") and e.rank == rank for e in ctx.events)
     if ended and crash.in_checkpoint and crash.child is None:
         crash.child = "forked_writer"
@@ -238,8 +258,14 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
         v.node = v.rank = None
     elif v.node is None:
         v.node = _only_node(ctx)  # one node: it is the root whenever the label has one (§8.14)
+    withheld = settle(ctx, v, concurrent)  # how sure, and a node verdict's root only on a witness (§8.28)
+    if withheld:
+        summary_node = None
     facts, note = _facts(ctx, v.node)
-    notes = summarise([*timeline.notes, *flight_notes, *outside, *([note] if note else [])])
+    disputed: list[str] = []
+    if ctx.disputed:  # the log's word on how Slurm ended the job, which Slurm's own record contradicts (§8.27)
+        v.details["slurm_disagrees"], disputed = disagreement(job, ctx.disputed, ctx.pack)
+    notes = summarise([*timeline.notes, *flight_notes, *outside, *disputed, *([note] if note else [])])
     if concurrent:
         v.details["concurrent"] = [fault_record(e) for e in concurrent]
     if ctx.offsets:
@@ -250,6 +276,8 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
     if first_fault is not None and v.basis in ("crash", "primary"):  # the line may not name them; its fault does
         first_fault["node"] = first_fault["node"] or v.node
         first_fault["rank"] = v.rank if first_fault["rank"] is None else first_fault["rank"]
+    if first_fault is not None and withheld:  # a place only the job's own text gives is no place (§8.28)
+        first_fault["node"] = first_fault["rank"] = None
     if v.basis == "state":  # Slurm's own record is the first (and only) fault we know of
         first_fault = {
             "time": iso(job.end),

@@ -12,6 +12,7 @@ from slurm_hooks.diagnose.exceptions import terminal_exceptions
 from slurm_hooks.diagnose.order import Order
 from slurm_hooks.diagnose.ranks import RankMap, build_rank_map
 from slurm_hooks.diagnose.skew import correct, node_offsets
+from slurm_hooks.diagnose.slurm_state import disputed
 from slurm_hooks.diagnose.witness import weak_witnesses
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event, Timeline
@@ -24,7 +25,10 @@ class Context:
     pack: RulePack
     order: Order
     ranks: RankMap
-    weak: frozenset[int] = frozenset()  # ids of kernel events another job may have caused (witness.py)
+    # ids of events that are never a fault on their own: kernel events another job may have caused
+    # (witness.py), Slurm's words that its accounting contradicts (slurm_state.py, listed in `disputed`)
+    weak: frozenset[int] = frozenset()
+    disputed: list[Event] = field(default_factory=list)
     offsets: dict[str, timedelta] = field(default_factory=dict)  # nodes whose clocks run off the first's (§8.22)
     # Found once a trait: the stages ask per crash and per sighting, and a job whose every rank crashed
     # has thousands of those (a walk through all events each would make the diagnosis quadratic).
@@ -37,6 +41,11 @@ class Context:
         bound = job_ranks(bundle.job, nodes, timeline.events)
         drop_out_of_job(timeline.events, bound, timeline.notes)
         ranks = build_rank_map(timeline.events, nodes, pack, bound)
+        if ranks.claimed_world > bound:
+            timeline.notes.append(
+                f"a log claims a world of {ranks.claimed_world} ranks, past the {bound} this job can have: "
+                f"taken as {bound} (§8.25)"
+            )
         outside = {id(e) for e in ranks.outside}
         timeline.notes.extend(
             f"{e.source}: line {e.line_no}: {e.fields['named_node']!r} is not a node of this job; not taken as evidence"
@@ -47,7 +56,9 @@ class Context:
         events = correct(events, offsets)
         events = _on_timeline(events, terminal_exceptions(bundle, events, pack, ranks))
         weak = weak_witnesses(bundle.job, events, ranks)
-        return cls(bundle, events, pack, Order(pack.ordering.simultaneous_s), ranks, weak, offsets)
+        unvouched = disputed(bundle.job, events, pack)
+        weak = weak.union(id(e) for e in unvouched)
+        return cls(bundle, events, pack, Order(pack.ordering.simultaneous_s), ranks, weak, unvouched, offsets)
 
     def has(self, ev: Event, trait: str) -> bool:
         return self.pack.has(ev.family, trait)
@@ -69,6 +80,13 @@ class Context:
         """The events with `trait`, in timeline order (shared: not to be changed)."""
         if (found := self._traits.get(trait)) is None:
             found = self._traits[trait] = [e for e in self.events if self.has(e, trait)]
+        return found
+
+    def with_any(self, *traits: str) -> list[Event]:
+        """The events with any of `traits`, in timeline order, found once."""
+        key = "|".join(traits)
+        if (found := self._traits.get(key)) is None:
+            found = self._traits[key] = [e for e in self.events if any(self.has(e, t) for t in traits)]
         return found
 
     def in_stream(self, trait: str, source: str, task: int | None, first: int, last: int) -> list[tuple[int, Event]]:

@@ -23,6 +23,7 @@ class Crash:
     rank: int | None
     node: str | None
     child: str | None = None  # dataloader_worker | forked_writer: a process the rank forked
+    by_silence: bool = False  # rank and node are the silent rank's (§8.8): a guess (confidence.py)
 
     @property
     def in_checkpoint(self) -> bool:
@@ -108,13 +109,27 @@ def collect_crash(ctx: Context, fault: Event) -> Crash:
             )
         node = next((e.node for e in sightings if e.node), None) or ctx.ranks.node_of(rank)
     frames = following(ctx, sightings, "checkpoint_frame", before=FRAMES_BEFORE)
-    save_start = next((s for e in sightings if (s := open_save(ctx, e))), None)
+    save_start = next((s for e in _per_stream(sightings) if (s := open_save(ctx, e))), None)
     child = None
     if any(ctx.has(e, "dataloader_worker") for e in sightings):
         child = "dataloader_worker"
     elif any(ctx.has(f, "forked_writer") for f in [*frames, *sightings]):
         child = "forked_writer"
     return Crash(sightings, frames, save_start, rank, node, child)
+
+
+MAX_STREAMS = 64  # streams whose sightings ask for an open save: one crash printed 10,000 times asks once
+
+
+def _per_stream(sightings: list[Event]) -> list[Event]:
+    """The first sighting in each file and srun task: a later one in the same stream sits right after
+    it (the same crash, printed again) and finds the same save window."""
+    first: dict[tuple[str, int | None, str | None], Event] = {}
+    for e in sightings:
+        first.setdefault((e.source, e.task, e.node), e)
+        if len(first) >= MAX_STREAMS:
+            break
+    return list(first.values())
 
 
 def _summary_entry(ctx: Context, sightings: list[Event]) -> TorchrunEntry | None:

@@ -26,6 +26,7 @@ from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.rules.pattern import any_of
 from slurm_hooks.timeline.clocks import ClockContext
 from slurm_hooks.timeline.events import Event
+from slurm_hooks.timeline.hits import MatchMeter
 from slurm_hooks.timeline.scan import Hit
 from slurm_hooks.timeline.tracebacks import Block, Raised, Start, read_blocks, stream_of
 from slurm_hooks.timeline.untimed import place_untimed
@@ -58,6 +59,10 @@ def terminal_exceptions(bundle: Bundle, events: list[Event], pack: RulePack, ran
         return []
     finder = _Finder(bundle, events, pack, ranks, grammar, max(MIN_STREAMS, STREAMS_PER_NODE * len(ranks.nodes)))
     found = [ev for file in bundle.logs for ev in finder.file(file)]
+    if finder.meter.off:  # an operator's slow rule costs its own family, never the diagnosis's budget
+        bundle.skipped.append(
+            f"exception rules of {', '.join(sorted(finder.meter.off))[:200]} took past their time budget: left off"
+        )
     _count_same(found)
     return found
 
@@ -73,6 +78,7 @@ class _Finder:
             (r for r in exception_rules if pack.has(r.family, "exception_kind")), key=lambda r: -r.priority
         )
         self.consequences = [r for r in exception_rules if pack.has(r.family, "consequence")]
+        self.meter = MatchMeter()  # kind and consequence rules are timed per family, like the scan's
         self.progress = any_of(pack.progress)  # asked of every line a rank printed after its traceback
         self.starts: dict[str, list[Event]] = {}
         for ev in events:
@@ -148,7 +154,7 @@ class _Finder:
         text = f"{cause.exc_type}: {cause.message}" if cause.message else cause.exc_type
         if block.went_on or any((rel, r.line_no) in self.primary_lines for r in block.chain):
             return None
-        if any(_has_keyword(r, text) and r.search(text) is not None for r in self.consequences):
+        if any(_has_keyword(r, text) and self.meter.matches([r], text) for r in self.consequences):
             return None
         task, local_rank, _ = block.stream
         rank, node, ended = self.placer.place(rel, block)
@@ -185,8 +191,9 @@ class _Finder:
             for rule in self.kinds:
                 if not _has_keyword(rule, text):
                     continue
-                if (fields := rule.search(text)) is not None and fields.get("kind"):
-                    return fields["kind"], self.pack.has(rule.family, "node_fault"), fields.get("path", "")
+                for _, fields in self.meter.matches([rule], text):
+                    if fields.get("kind"):
+                        return fields["kind"], self.pack.has(rule.family, "node_fault"), fields.get("path", "")
         return "other", False, ""
 
 

@@ -47,6 +47,7 @@ class RankMap:
     pid_ranks: dict[PidKey, int] = field(default_factory=dict)
     entries: list[TorchrunEntry] = field(default_factory=list)
     world: int = 0
+    claimed_world: int = 0  # the largest world size a log printed; past the job's bound it is clamped (and noted)
     names: NodeNames = field(default_factory=lambda: NodeNames(()))
     outside: list[Event] = field(default_factory=list)  # srun lines naming a node outside the job: no evidence
 
@@ -143,7 +144,8 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack, 
             ranks.rank_nodes.setdefault(ev.rank, ev.node)
     worlds = [w for e in logs if pack.has(e.family, "world_size") and (w := e.field_int("world"))]
     seen = [e.rank for e in events if e.rank is not None] + list(ranks.rank_nodes)
-    ranks.world = min(max(worlds) if worlds else (max(seen) + 1 if seen else 0), bound)
+    ranks.claimed_world = max(worlds, default=0)
+    ranks.world = min(ranks.claimed_world or (max(seen) + 1 if seen else 0), bound)
     for ev in logs:
         if ev.node is None and ev.rank is not None:
             ev.node = ranks.node_of(ev.rank)

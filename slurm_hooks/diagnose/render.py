@@ -37,6 +37,11 @@ def to_text(d: Diagnosis, width: int = 100) -> str:
     root = [f"node {d.root_node}" if d.root_node else "", f"rank {d.root_rank}" if d.root_rank is not None else ""]
     if any(root):
         out.append("root: " + ", ".join(p for p in root if p))
+    confidence = d.details.get("confidence") or {}
+    if confidence.get("level") == "low":  # a guess is said to be one (log-signatures §8.28)
+        out.append("confidence: low")
+        for reason in confidence.get("reasons", []):
+            out += textwrap.wrap(str(reason), width, initial_indent="  - ", subsequent_indent="    ")
     if d.first_fault:
         ff = d.first_fault
         at = f" at {_time(ff)}" if ff.get("time") else ""

@@ -17,7 +17,7 @@ from slurm_hooks.timeline.progress import progress_after
 def open_save(ctx: Context, crash: Event) -> Event | None:
     """The start marker of the save still running at `crash`, or None."""
     order = ctx.order
-    markers = [m for m in ctx.events if ctx.has(m, "save_start") or ctx.has(m, "async_save") or ctx.has(m, "save_end")]
+    markers = ctx.with_any("save_start", "async_save", "save_end")  # found once, not per sighting
     starts = [m for m in markers if not ctx.has(m, "save_end") and order.precedes(m, crash) is not False]
     if not starts:
         return None

@@ -8,18 +8,9 @@ from typing import Any
 from slurm_hooks.bundle import JobInfo
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Crash
+from slurm_hooks.diagnose.silence import silent_ranks_details
+from slurm_hooks.diagnose.slurm_state import STATE_LABEL
 from slurm_hooks.timeline.events import Event
-
-MAX_LISTED = 64  # silent ranks named in `details`; `silent_rank_count` has them all
-
-_STATE_LABEL = {
-    "TIMEOUT": "time_limit",
-    "CANCELLED": "cancelled",
-    "PREEMPTED": "preempted",
-    "REQUEUED": "preempted",
-    "NODE_FAIL": "node_fail",
-    "OUT_OF_MEMORY": "oom_killed",
-}
 
 
 @dataclass(frozen=True)
@@ -73,12 +64,14 @@ def crash_verdict(fault: Event, crash: Crash, cdmm: str, after: Seen | None) -> 
 
 
 def hardware_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict:
-    """A fatal Xid, a link failure, an OOM kill or Slurm ending the job, with its other sightings."""
+    """A fatal Xid, a link failure, an OOM kill or Slurm ending the job, with its other sightings
+    (any family with its label: srun's `Out Of Memory` is a sighting of slurmstepd's oom_kill count)."""
+    label = ctx.label_of(fault)
     related = [
         e
         for e in ctx.events
         if e is not fault
-        and e.family == fault.family
+        and (e.family == fault.family or ctx.label_of(e) == label != "unknown")
         and ctx.is_primary(e)
         and ctx.order.near(e, fault, ctx.merge_span)
     ]
@@ -99,7 +92,7 @@ def hardware_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict:
     else:
         rank = next((e.rank for e in sightings if e.rank is not None), None)
     evidence += [after.first] if after else []
-    return Verdict("primary", ctx.label_of(fault), fault, node, rank, evidence, details, after)
+    return Verdict("primary", label, fault, node, rank, evidence, details, after)
 
 
 def _gpu_user(ctx: Context, xid: Event, node: str | None) -> Event | None:
@@ -118,20 +111,7 @@ def _gpu_user(ctx: Context, xid: Event, node: str | None) -> Event | None:
 def silent_ranks(ctx: Context, symptoms: list[Event]) -> tuple[str | None, int | None, dict[str, Any]]:
     """The node of the ranks that never reported the watchdog timeout, if they sit on one (§8.8)."""
     reporters = {e.rank for e in symptoms if ctx.has(e, "watchdog") and e.rank is not None}
-    world = ctx.ranks.world
-    silent = [r for r in range(world) if r not in reporters] if reporters else []  # world: at most the job's
-    details: dict[str, Any] = {
-        "world_size": world,
-        "reporting_ranks": len(reporters),
-        "silent_ranks": silent[:MAX_LISTED],
-        "silent_rank_count": len(silent),
-    }
-    if not silent or len(silent) == world:
-        return None, None, details
-    nodes = {ctx.ranks.node_of(r) for r in silent}
-    if len(nodes) != 1 or None in nodes:
-        return None, None, details
-    return nodes.pop(), silent[0] if len(silent) == 1 else None, details
+    return silent_ranks_details(ctx.ranks, reporters)
 
 
 def symptom_verdict(ctx: Context, first: Seen, symptoms: list[Event]) -> Verdict:
@@ -162,7 +142,7 @@ def _fabric_node(ctx: Context, errors: list[Event]) -> str | None:
 
 def state_verdict(job: JobInfo) -> Verdict:
     """No event in the logs: Slurm's state and exit codes are all there is."""
-    label = _STATE_LABEL.get(job.state)
+    label = STATE_LABEL.get(job.state)
     code, sig = job.exit_status
     dcode, dsig = job.derived_status
     if label is None and (139 in (code, dcode) or 11 in (sig, dsig)):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_hooks.config import Config, ConfigError, config_path, hook_config, load_config
+from slurm_hooks.core.safeio import open_regular, read_small
 from slurm_hooks.facts.gpu import GpuQuery, GpuQueryError
 from slurm_hooks.facts.render import as_text
 from slurm_hooks.hooks.metrics import outbox_gauges
@@ -150,7 +151,7 @@ def _follower_counts(path: str) -> str:
     import json
 
     try:
-        state = json.loads(Path(f"{path}.state").read_text()[:4096])
+        state = json.loads(read_small(f"{path}.state", 4096))  # bounded, never blocking on a FIFO
         return f"; kmsg-follow wrote {state['written']}, dropped {state['dropped']} (output failed), " + (
             f"lost {state['lost']} (ring buffer overwrote them) this boot"
         )
@@ -161,12 +162,16 @@ def _follower_counts(path: str) -> str:
 def check_kernel_log(config: Config, deps: DoctorDeps) -> Finding:
     configured = str(getattr(config, "kernel_log_file", "") or "")
     if configured:
-        if os.access(configured, os.R_OK):
+        try:  # as the Epilog opens it (collect/kernel.py): a link, FIFO or device is refused there too
+            open_regular(configured).close()
             return Finding("kernel_log", "ok", f"{configured} readable (kernel_log_file){_follower_counts(configured)}")
+        except OSError as exc:
+            why = exc.strerror or str(exc)
         return Finding(
             "kernel_log",
             "fail",
-            f"kernel_log_file {configured} is not readable: every diagnosis says no kernel lines from this node",
+            f"kernel_log_file {configured} is not readable ({why}): "
+            "every diagnosis says no kernel lines from this node",
             f"{KMSG_FOLLOW_FIX.replace('FILE', configured)} (mounted read-only in the slurmd pod), or remove the key",
         )
     try:

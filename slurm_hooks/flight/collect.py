@@ -8,18 +8,22 @@ directory until `flight_recorder.retention_days` (for `slurm-hooks collect --fli
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from slurm_hooks.bundle.retention import PruneReport, remove_doomed
 from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.config import Config
 from slurm_hooks.core.proc import run_bounded
+from slurm_hooks.core.prune_tree import PRUNING, jobs_with_state
 from slurm_hooks.flight.setup import dump_root, job_dump_dir
 
 _CHILD = """import sys
@@ -29,6 +33,8 @@ sys.exit(main(sys.argv[2:]))
 """
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 MAX_LINE = 1 << 18  # one dump's digest line; longer is not ours
+DUMP_S = 2.0  # CPU and wall seconds one dump's decoding may take (no config key yet); at most half of read_s
+PRUNE_SHARE = 0.1  # of budgets.epilog_s: what retention may take per Epilog (3 s of the shipped 30 s)
 
 
 def read_dumps(
@@ -46,6 +52,7 @@ def read_dumps(
     limit = fr.max_dump_mb << 20
     argv = [python, "-S", "-c", _CHILD, package_root, dump_dir, str(fr.max_dumps), str(limit)]
     argv.append(str((1 << 30) + 8 * limit))  # the child's address space: decoding a dump needs a few times its size
+    argv.append(f"{max(0.5, min(DUMP_S, fr.read_s / 2)):g}")  # each dump's own child: one bad dump never costs all
     as_user: dict[str, Any] = {}
     if os.geteuid() == 0:
         if uid is None or gid is None:
@@ -75,8 +82,9 @@ def _records(raw: bytes) -> list[dict[str, Any]]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
-            continue  # the last line of a reader killed mid-write
+        except (ValueError, RecursionError):
+            continue  # the last line of a reader killed mid-write, or one the job's user wrote for it
+        # (the reader runs as that user, who may ptrace it): arrays nested deeper than the stack
         if isinstance(record, dict):
             out.append(record)
     return out
@@ -85,7 +93,8 @@ def _records(raw: bytes) -> list[dict[str, Any]]:
 def collect_flight(
     spool: Spool, job_id: str, node: str, uid: int | None, gid: int | None, config: Config, now: float
 ) -> str:
-    """This node's digest into the bundle (nothing when the job has no dump directory); then retention."""
+    """This node's digest into the bundle (nothing when the job has no dump directory). Retention
+    (prune_dumps) is the Epilog's last step, once the record is made or queued."""
     dump_dir = job_dump_dir(config, job_id)
     outcome = "no dump directory"
     if os.path.isdir(dump_dir):
@@ -93,33 +102,52 @@ def collect_flight(
         doc = {"node": node, "dump_dir": dump_dir, **found}
         spool.write(job_id, f"bundle/flight/{node}.json", json.dumps(doc, indent=1) + "\n")
         outcome = f"{len(found['dumps'])} dump(s), {len(found['skipped'])} skipped"
-    prune(dump_root(config), config.flight_recorder.retention_days, now, keep=job_id)
     return outcome
 
 
-def prune(root: str, retention_days: int, now: float, keep: str = "") -> list[str]:
-    """Remove job dump directories not modified for `retention_days`; links and strays at the top go too."""
-    import shutil
+def prune_dumps(config: Config, job_id: str, now: float, deadline: float | None = None) -> str:
+    """Retention of this node's dump directories, within `deadline` (time.monotonic(); default:
+    PRUNE_SHARE of the Epilog's budget from now), as words for the log line ("" when nothing
+    happened). Never raises: housekeeping must not cost the job its record."""
+    if deadline is None:
+        deadline = time.monotonic() + PRUNE_SHARE * config.budgets.epilog_s
+    try:
+        live = jobs_with_state(config.state_dir) | {job_id}
+        report = prune(dump_root(config), config.flight_recorder.retention_days, now, live, deadline)
+    except Exception as exc:  # a bug or a hostile tree costs the retention pass, nothing else
+        return f"; retention not run ({type(exc).__name__}: {str(exc)[:200]})"
+    return _said(report)
 
-    removed: list[str] = []
+
+def _said(report: PruneReport) -> str:
+    failed = [f"{name}: {why}" for name, why in report.failed.items()]
+    said = [f"{len(report.removed)} old dump dir(s) removed"] if report.removed else []
+    return "".join(f"; {line}" for line in said + failed[:4] + report.left)
+
+
+def prune(root: str, retention_days: int, now: float, live: Collection[str], deadline: float) -> PruneReport:
+    """Remove job dump directories not modified for `retention_days`, oldest first, never one of a
+    job in `live` (still running on this node); links and strays at the top go too (the entry
+    only). Each directory is deleted as its owner, without recursion (core/prune_tree.py); what
+    `deadline` (time.monotonic()) leaves is said in `left`, for the next Epilog."""
+    report = PruneReport()
     try:
-        parent = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        parent = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the operator's path: trusted
     except OSError:
-        return removed
+        return report
     try:
-        with os.scandir(parent) as entries:
-            names = [(e.name, e.stat(follow_symlinks=False)) for e in entries if e.name != keep]
-        for name, st in names:
-            if now - st.st_mtime < retention_days * 86400:
-                continue
-            try:
-                if stat.S_ISDIR(st.st_mode):
-                    shutil.rmtree(os.path.join(root, name))  # fd-based below the top: links inside are not followed
-                else:
-                    os.unlink(name, dir_fd=parent)
-                removed.append(name)
-            except OSError:
-                continue  # the next Epilog tries again
+        doomed: list[tuple[bool, float, str]] = []  # marked ones first (a run cut short), then the oldest
+        with os.scandir(parent) as entries:  # names here are job ids: root makes them (flight/setup.py)
+            for entry in entries:
+                if time.monotonic() > deadline:
+                    report.left.append("dump directories not listed to their end within the deadline")
+                    break
+                with contextlib.suppress(OSError):
+                    mtime = entry.stat(follow_symlinks=False).st_mtime
+                    marked = entry.name.startswith(PRUNING)
+                    if marked or (entry.name not in live and now - mtime >= retention_days * 86400):
+                        doomed.append((not marked, mtime, entry.name))
+        remove_doomed(parent, [name for _, _, name in sorted(doomed)], deadline, report)
     finally:
         os.close(parent)
-    return removed
+    return report

@@ -6,6 +6,8 @@ directory its user writes, so it is hostile input: the unpickler refuses every c
 persistent id, so nothing but plain containers, strings and numbers can come out of it and nothing
 can be called. (An opcode allow-list checked with pickletools first was measured at ~1 MB/s: a
 real 2000-entry dump per rank would not fit the Epilog's budget; the refusals cover the same.)
+What the refusals cannot bound (the memory, CPU and time a dump's numbers or nesting cost) the
+reader bounds: it runs `decode` in a child of its own per dump (scan.py, core/sandbox.py).
 """
 
 from __future__ import annotations

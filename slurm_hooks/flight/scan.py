@@ -6,6 +6,9 @@ groups, inside a time limit; it caps its own address space first. Each file is o
 to its directory with O_NOFOLLOW|O_NONBLOCK and must be a regular file no larger than the cap
 (its size is read from fstat, so a sparse 10 GB file is refused unread). Only names of the form
 <prefix><rank> count, at most `max_dumps`; a bad dump is a `skipped` line, never a traceback.
+Each dump is decoded and digested in a child of its own (core/sandbox.py), bounded in memory, CPU
+and wall time, that answers with the digest as JSON: a dump whose numbers, nesting or size break
+the decoder costs its own line (`not read: killed: cpu time`), never the dumps after it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from slurm_hooks.core.sandbox import Bounds, run_parse
 from slurm_hooks.flight.decode import DumpRefused, decode
 from slurm_hooks.flight.digest import digest
 
@@ -25,6 +29,7 @@ OUR_PREFIX = "fr_rank_"  # TORCH_FR_DUMP_TEMP_FILE=<job's dump dir>/fr_rank_; Py
 JOB_PREFIXES = "job_prefix"  # the job's own TORCH_FR_DUMP_TEMP_FILE values, noted by the TaskProlog
 MAX_PREFIXES = 4
 MAX_ENTRIES = 100_000  # directory entries looked at per directory
+MAX_DIGEST = 1 << 17  # bytes of one dump's digest as its child sends it (64 groups of a few numbers)
 _RANK = re.compile(r"(\d{1,7})(?:\.[A-Za-z]{1,8})?")
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -72,8 +77,10 @@ def candidates(dir_fd: int, base: str) -> tuple[list[tuple[int, str]], int]:
     return sorted(found), 0
 
 
-def scan(dump_dir: str, max_dumps: int, limit: int) -> Iterator[dict[str, Any]]:
-    """One record per dump: {file, rank, format, bytes, digest} or {file, rank, skipped}."""
+def scan(dump_dir: str, max_dumps: int, limit: int, bounds: Bounds | None = None) -> Iterator[dict[str, Any]]:
+    """One record per dump: {file, rank, format, bytes, digest} or {file, rank, skipped}; each dump
+    decoded within `bounds` (default: its own CPU second or two, 8 bytes of memory per byte read)."""
+    bounds = bounds or Bounds(memory_mb=(1024 + 8 * (limit >> 20)), cpu_s=2, wall_s=3, result_bytes=MAX_DIGEST)
     places: list[tuple[str, str]] = [(dump_dir, OUR_PREFIX)]
     try:
         top = os.open(dump_dir, _DIR | os.O_NOFOLLOW)
@@ -101,7 +108,7 @@ def scan(dump_dir: str, max_dumps: int, limit: int) -> Iterator[dict[str, Any]]:
             if unseen:
                 yield {"file": folder, "skipped": f"more than {MAX_ENTRIES} entries; the rest not looked at"}
             for rank, name in found[:left]:
-                yield one(dir_fd, name, os.path.join(folder, name), rank, limit)
+                yield one(dir_fd, name, os.path.join(folder, name), rank, limit, bounds)
             if len(found) > left:  # one line for all of them: 10,000 files must not make 10,000 notes
                 yield {
                     "file": folder,
@@ -112,27 +119,40 @@ def scan(dump_dir: str, max_dumps: int, limit: int) -> Iterator[dict[str, Any]]:
             os.close(dir_fd)
 
 
-def one(dir_fd: int, name: str, path: str, rank: int, limit: int) -> dict[str, Any]:
+def one(dir_fd: int, name: str, path: str, rank: int, limit: int, bounds: Bounds) -> dict[str, Any]:
     try:
         raw = _read(dir_fd, name, limit)
-        fmt, data = decode(raw)
-        return {"file": path, "rank": rank, "format": fmt, "bytes": len(raw), "digest": digest(data)}
     except OSError as exc:
         return {"file": path, "rank": rank, "skipped": f"not opened ({exc.strerror or exc})"}
-    except (DumpRefused, ValueError) as exc:
+    except DumpRefused as exc:
         return {"file": path, "rank": rank, "skipped": str(exc)}
-    except MemoryError:
-        return {"file": path, "rank": rank, "skipped": "decoding it needed more memory than the reader may use"}
+    parsed = run_parse(lambda: _decoded(raw), bounds)
+    got = parsed.value
+    if not parsed.ok or not isinstance(got, dict) or not isinstance(got.get("digest"), dict):
+        return {"file": path, "rank": rank, "skipped": f"not read: {parsed.reason or 'bad result'}"}
+    if "refused" in got:
+        return {"file": path, "rank": rank, "skipped": str(got["refused"])[:300]}
+    return {"file": path, "rank": rank, "format": str(got.get("format")), "bytes": len(raw), "digest": got["digest"]}
+
+
+def _decoded(raw: bytes) -> dict[str, Any]:
+    """In the dump's child: {format, digest}, or {refused, digest: {}} for bytes that are not a dump."""
+    try:
+        fmt, data = decode(raw)
+        return {"format": fmt, "digest": digest(data)}
+    except (DumpRefused, ValueError) as exc:
+        return {"refused": str(exc), "digest": {}}
 
 
 def main(argv: list[str]) -> int:
-    """argv: dump_dir max_dumps max_bytes mem_bytes."""
+    """argv: dump_dir max_dumps max_bytes mem_bytes dump_s (each dump's CPU and wall seconds)."""
     import resource
 
-    dump_dir, max_dumps, limit, mem = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    dump_dir, max_dumps, limit, mem, dump_s = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), float(argv[4])
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    bounds = Bounds(memory_mb=mem >> 20, cpu_s=dump_s, wall_s=dump_s + 1, result_bytes=MAX_DIGEST)
     out = sys.stdout
-    for record in scan(dump_dir, max_dumps, limit):
+    for record in scan(dump_dir, max_dumps, limit, bounds):
         out.write(json.dumps(record) + "\n")
         out.flush()  # a reader killed at its time limit leaves every finished line behind
     return 0

@@ -18,12 +18,15 @@ import contextlib
 import os
 import shlex
 import stat
+import time
 
 from slurm_hooks.config import Config
 from slurm_hooks.core.layout import job_path
+from slurm_hooks.core.prune_tree import prune_entry
 from slurm_hooks.core.safeio import atomic_write
 
 TASK_FRAGMENT = "flight"  # in the job's state dir, next to `env`
+STALE_S = 2.0  # of the Prolog's budget, for emptying a requeued job's old dumps (the rest: retention)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -43,7 +46,7 @@ def prepare(config: Config, job_id: str, uid: int, gid: int) -> str:
     os.makedirs(root, mode=0o755, exist_ok=True)
     parent = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the operator's path: trusted
     try:
-        _remove_stale(parent, root, job_id)
+        _remove_stale(parent, job_id)
         os.mkdir(job_id, 0o700, dir_fd=parent)
         fd = os.open(job_id, _DIR, dir_fd=parent)
         try:
@@ -62,18 +65,29 @@ def prepare(config: Config, job_id: str, uid: int, gid: int) -> str:
     return where
 
 
-def _remove_stale(parent: int, root: str, name: str) -> None:
-    import shutil  # only here: a stale directory is rare
-
+def _remove_stale(parent: int, name: str) -> None:
+    """A requeued job's old dump directory goes before the new one is made: emptied as its owner,
+    without recursion, for at most STALE_S (core/prune_tree.py). Cut short, it is left under a
+    `.pruning.` name that retention finishes, so the job id is free for mkdir either way."""
     try:
         st = os.lstat(name, dir_fd=parent)
     except FileNotFoundError:
         return
     if stat.S_ISDIR(st.st_mode):  # the parent is root's: nobody else can swap this name for a link
-        shutil.rmtree(os.path.join(root, name))  # fd-based below the top: links inside are unlinked, not followed
+        prune_entry(parent, name, time.monotonic() + STALE_S)
+        if _exists(parent, name):  # not even renamed (a mark of the same name, still full): say why mkdir fails
+            raise OSError(f"stale dump directory {name} could not be moved aside")
     else:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=parent)
+
+
+def _exists(parent: int, name: str) -> bool:
+    try:
+        os.lstat(name, dir_fd=parent)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def task_fragment(dump_dir: str, buffer_size: int) -> str:

@@ -7,26 +7,22 @@ job) when `annotator: epilog`; the EpilogSlurmctld when `annotator: epilog_slurm
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from slurm_hooks.config import Config
-from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
-from slurm_hooks.hooks.metrics import hook_recorder
-from slurm_hooks.hooks.state import job_id_from_env, read_job_facts, remove_job_state
+from slurm_hooks.hooks.guard import run_hook
+from slurm_hooks.hooks.state import read_job_facts, remove_job_state
 from slurm_hooks.slurm.job import JobContext
 
 if TYPE_CHECKING:  # the heavy parts are imported inside main's body, once the guard is up
+    from slurm_hooks.core.hooklog import Log
     from slurm_hooks.hooks.deps import EpilogDeps
     from slurm_hooks.hooks.post_job import PostJobRun
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
-    environ = os.environ if env is None else env
-    config, log = load_config_or_defaults("epilog", job_id_from_env(environ))
-
-    def body() -> None:
+    def body(config: Config, log: Log, environ: Mapping[str, str]) -> None:
         from slurm_hooks.hooks.deps import real_deps
 
         ctx = JobContext.from_env(environ)  # inside the guard: Slurm's values may be anything
@@ -39,30 +35,40 @@ def main(env: Mapping[str, str] | None = None) -> int:
             remove_job_state(config.state_dir, ctx.job_id)
             log.info("state_removed")
 
-    outbox = os.path.join(config.spool_dir, "outbox")
-    return run_guarded(
-        log, config.budgets.epilog_s, body, hook_recorder(config.state_dir, config.metrics_file, "epilog", outbox, log)
-    )
+    return run_hook("epilog", env, body)  # guarded from here: the config is loaded inside
 
 
 def run_epilog(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
-    """Collect this node's part -> (lead only) wait, merge, diagnose -> annotate or queue."""
+    """Collect this node's part of the run -> (lead only) wait, merge, diagnose -> annotate or
+    queue; (no lead can be named: slurmctld did not answer) queue the run undecided -> flush."""
     from slurm_hooks.facts import collect_facts
-    from slurm_hooks.hooks.post_job import PostJobRun, annotate_job, flush_backlog, reserve_outbox_entry
+    from slurm_hooks.hooks.post_job import PostJobRun, annotate_job, flush_backlog, recorded, reserve_outbox_entry
+    from slurm_hooks.hooks.undecided import decide_undecided, queue_undecided
 
     if ctx.opted_out:
         deps.log.info("opted_out")
         return
     run = PostJobRun.start(ctx, config, deps, this_node=deps.node)
     on_lead = deps.node == run.job.lead
-    annotating = on_lead and config.annotator == "epilog"
+    decided = recorded(run)[0]  # Slurm before 26.05 can run the Epilog twice: the run's record is made once
+    annotating = on_lead and config.annotator == "epilog" and not decided
     if annotating:
         reserve_outbox_entry(run)
     facts = read_job_facts(config.state_dir, ctx.job_id) or collect_facts(config, deps.gpu)
     collect_node_part(run, facts, with_job_logs=on_lead)
     if annotating:
         annotate_job(run, facts)
+    elif decided:
+        deps.log.info("run_already_recorded", run=run.run_id.tag)
+    elif not run.job.lead and config.annotator == "epilog":
+        queue_undecided(run)
+    decide_undecided(config, deps, run.started)
     flush_backlog(run)
+    if config.flight_recorder.mode == "on":  # housekeeping last: the record is made or queued by now
+        from slurm_hooks.flight.collect import prune_dumps
+
+        if pruned := prune_dumps(config, ctx.job_id, deps.clock.time()):
+            deps.log.info("flight_dumps_pruned", outcome=pruned.removeprefix("; "))
     if config.annotator == "epilog_slurmctld":  # the controller's hook merges, as SlurmUser
         try:
             deps.spool.hand_over(ctx.job_id)
@@ -104,7 +110,7 @@ def collect_node_part(run: PostJobRun, facts: dict[str, Any], with_job_logs: boo
     if config.flight_recorder.mode == "on":
         collect_flight_part(run)
     try:
-        deps.spool.mark_part_done(ctx.job_id, deps.node, deps.clock.time())
+        deps.spool.mark_part_done(ctx.job_id, deps.node, deps.clock.time(), run.run_id)
     except OSError as exc:
         deps.log.error("part_marker_not_written", error=str(exc))
     deps.log.info("evidence_collected", node=deps.node, kernel_from=kernel_from, logs=logs)
@@ -118,5 +124,5 @@ def collect_flight_part(run: PostJobRun) -> None:
     try:
         outcome = collect_flight(deps.spool, ctx.job_id, deps.node, ctx.uid, ctx.gid, config, deps.clock.time())
         deps.log.info("flight_recorder_read", outcome=outcome)
-    except (OSError, ValueError) as exc:
-        deps.log.error("flight_recorder_not_read", error=str(exc))
+    except Exception as exc:  # the dumps are the user's: whatever they break costs this part, not the record
+        deps.log.error("flight_recorder_not_read", error=f"{type(exc).__name__}: {str(exc)[:200]}")

@@ -6,48 +6,43 @@ then merges, diagnoses and annotates exactly like the lead node's Epilog would.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from slurm_hooks.config import Config
-from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
-from slurm_hooks.hooks.metrics import hook_recorder
-from slurm_hooks.hooks.state import job_id_from_env
+from slurm_hooks.hooks.guard import run_hook
 from slurm_hooks.slurm.job import JobContext
 
 if TYPE_CHECKING:
+    from slurm_hooks.core.hooklog import Log
     from slurm_hooks.hooks.deps import EpilogDeps
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
-    environ = os.environ if env is None else env
-    config, log = load_config_or_defaults("epilog_slurmctld", job_id_from_env(environ))
-
-    def body() -> None:
+    def body(config: Config, log: Log, environ: Mapping[str, str]) -> None:
         from slurm_hooks.hooks.deps import real_deps
 
         ctx = JobContext.from_env(environ)  # inside the guard: Slurm's values may be anything
         if ctx is not None and config.annotator == "epilog_slurmctld":
             run_epilog_slurmctld(ctx, config, real_deps(config, log))
 
-    outbox = os.path.join(config.spool_dir, "outbox")
-    return run_guarded(
-        log,
-        config.budgets.epilog_s,
-        body,
-        hook_recorder(config.state_dir, config.metrics_file, "epilog_slurmctld", outbox, log),
-    )
+    return run_hook("epilog_slurmctld", env, body)  # guarded from here: the config is loaded inside
 
 
 def run_epilog_slurmctld(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
-    """Reserve the job's outbox entry -> wait, merge, diagnose -> annotate or queue -> flush."""
-    from slurm_hooks.hooks.post_job import PostJobRun, annotate_job, flush_backlog, reserve_outbox_entry
+    """Reserve the job's outbox entry -> wait, merge, diagnose -> annotate or queue -> flush
+    (deciding the runs that wait undecided: this hook always has the job's record)."""
+    from slurm_hooks.hooks.post_job import PostJobRun, annotate_job, flush_backlog, recorded, reserve_outbox_entry
+    from slurm_hooks.hooks.undecided import decide_undecided
 
     if ctx.opted_out:
         deps.log.info("opted_out")
         return
     run = PostJobRun.start(ctx, config, deps, this_node=None)  # the controller is none of the job's nodes
-    reserve_outbox_entry(run)
-    annotate_job(run, facts=None)
+    if recorded(run)[0]:
+        deps.log.info("run_already_recorded", run=run.run_id.tag)
+    else:
+        reserve_outbox_entry(run)
+        annotate_job(run, facts=None)
+    decide_undecided(config, deps, run.started)
     flush_backlog(run)

@@ -1,26 +1,73 @@
-"""The rule every hook keeps: never drain the node. Bounded time, exit 0 on internal failure, log why."""
+"""The rule every hook keeps: never drain the node. Bounded time, exit 0 on internal failure, log why.
+
+`run_hook` is a hook's whole run, guarded from its first line: reading Slurm's environment and
+loading the config happen inside the same try and under an alarm, so nothing a config file holds
+can end a hook before its log line (`config_invalid`) and its run with the last good config.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType
 
-from slurm_hooks.config import Config, hook_config
+from slurm_hooks.config import SHADOW_DEFAULTS, Config, hook_config
 from slurm_hooks.core.hooklog import HookLog, Log
 from slurm_hooks.core.proc import kill_all
+from slurm_hooks.hooks.metrics import hook_recorder
+from slurm_hooks.hooks.state import job_id_from_env
+
+HookBody = Callable[[Config, Log, Mapping[str, str]], None]
+LoadConfig = Callable[[], tuple[Config, str]]  # config.hook_config: the config and '' or why it did not load
+# hook -> its budget in `budgets`, and whether its metrics count the outbox
+HOOKS = {"prolog": ("prolog_s", False), "epilog": ("epilog_s", True), "epilog_slurmctld": ("epilog_s", True)}
 
 
-def load_config_or_defaults(hook: str, job_id: str | None) -> tuple[Config, Log]:
-    """A broken config must not stop the hook, nor change what it does: log it once and go on with
-    the last configuration that loaded, or with the defaults in shadow mode (config.hook_config)."""
-    config, error = hook_config()
-    log = HookLog(config.log_file, hook, job_id)
-    if error:
-        log.error("config_invalid", error=error, using=config.source)
-    return config, log
+def run_hook(
+    hook: str,
+    env: Mapping[str, str] | None,
+    body: HookBody,
+    load: LoadConfig = hook_config,
+    fallback: Config = SHADOW_DEFAULTS,
+) -> int:
+    """The hook `hook` with Slurm's environment `env` (None: this process's): the config, then
+    `body(config, log, env)` under the configured budget; 0 whatever happens.
+
+    Until the config is known, `fallback`'s budget bounds its loading and its log file takes the
+    lines; a config that does not load runs the hook with the last good copy or, should even
+    `load` fail, with `fallback` (the defaults in shadow mode).
+    """
+    budget_key, with_outbox = HOOKS[hook]
+    started = time.monotonic()
+    config, log = fallback, HookLog(fallback.log_file, hook)
+
+    def out_of_time(_sig: int, _frame: FrameType | None) -> None:
+        log.error("budget_exceeded", budget_s=getattr(config.budgets, budget_key), during="config")
+        os._exit(0)  # a hung stat or read of the config (a dead NFS) cannot be unwound
+
+    environ = os.environ if env is None else env
+    try:
+        signal.signal(signal.SIGALRM, out_of_time)
+        signal.setitimer(signal.ITIMER_REAL, getattr(config.budgets, budget_key))
+        job_id = job_id_from_env(environ)
+        log = HookLog(config.log_file, hook, job_id)
+        loaded, error = load()
+        config, log = loaded, HookLog(loaded.log_file, hook, job_id)
+        if error:
+            log.error("config_invalid", error=error, using=config.source)
+    except Exception as exc:  # the loader's own promise broken (MemoryError while saying why): the fallback
+        config = fallback
+        log.error("config_invalid", error=f"{type(exc).__name__}: {str(exc)[:200]}", using=config.source)
+    outbox = os.path.join(config.spool_dir, "outbox") if with_outbox else None
+    left = getattr(config.budgets, budget_key) - (time.monotonic() - started)
+    return run_guarded(
+        log,
+        left,
+        lambda: body(config, log, environ),
+        hook_recorder(config.state_dir, config.metrics_file, hook, outbox, log),
+    )
 
 
 def run_guarded(
@@ -46,11 +93,11 @@ def run_guarded(
             finish(failed=True)
         os._exit(0)  # a hung C call (NVML, a dead NFS) cannot be unwound; leave now, node stays up
 
-    signal.signal(signal.SIGALRM, out_of_time)
-    signal.setitimer(signal.ITIMER_REAL, max(budget_s, 0.1))
     try:
         failed = False
         try:
+            signal.signal(signal.SIGALRM, out_of_time)
+            signal.setitimer(signal.ITIMER_REAL, max(budget_s, 0.1))
             body()
         except Exception as exc:
             import traceback

@@ -7,8 +7,9 @@ a hook's path). Labels are bounded: hook names and diagnosis labels, never a job
 
 The hooks' own state is never fatal, nor slow: a metrics.json of another shape (a damaged file, an
 older layout, a bucket list of another length after an upgrade) is reset with a warning; the lock
-is waited for at most LOCK_WAIT_S; the temp file is created new (O_EXCL, O_NONBLOCK, O_NOFOLLOW),
-so a FIFO or link planted at its name is removed, never opened.
+is waited for at most LOCK_WAIT_S; the temp file is created new (O_EXCL, O_NONBLOCK, O_NOFOLLOW)
+inside the directory's descriptor, its mode set with fchmod and renamed inside that descriptor,
+so a FIFO or link planted at its name is removed, never opened, never chmod-ed through.
 
 The outbox gauges are measured by the runs that read the spool anyway (Epilog, flush, doctor);
 the Prolog, on every job start, only adds its own run and rewrites the file (bench/prolog_imports.py).
@@ -24,6 +25,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from slurm_hooks.core.safeio import read_small, write_in_dir
+
 if TYPE_CHECKING:
     from slurm_hooks.core.hooklog import Log
 
@@ -31,6 +34,7 @@ HOOKS = ("prolog", "epilog", "epilog_slurmctld", "flush")
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 LOCK_WAIT_S = 1.0  # another hook holding the lock longer than this costs this run its metrics, not its budget
 MAX_LABELS = 64  # distinct diagnosis labels kept; beyond that they count as "other"
+MAX_STATE_BYTES = 1 << 20  # metrics.json is a few KB; past this it is damaged and reset
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
 _HELP = {
@@ -143,8 +147,9 @@ class Metrics:
             if self.outbox_dir is not None:
                 doc["outbox"] = outbox_gauges(self.outbox_dir)
             _replace(self.state, json.dumps(doc), 0o600)
-            if self.out and os.path.isdir(os.path.dirname(self.out) or "."):
-                _replace(self.out, render(doc, time.time()), 0o644)
+            if self.out:
+                with contextlib.suppress(FileNotFoundError, NotADirectoryError):  # no textfile directory here
+                    _replace(self.out, render(doc, time.time()), 0o644)
             return True
         except OSError as exc:
             self._warn("metrics_write_failed", error=str(exc))
@@ -159,9 +164,8 @@ class Metrics:
     def load(self) -> dict[str, Any]:
         """The counters so far; none yet, or of a wrong shape: counting starts again (a counter reset
         to Prometheus), with a warning for the wrong shape."""
-        try:
-            with open(self.state, encoding="utf-8") as fh:
-                doc = json.load(fh)
+        try:  # bounded, and a FIFO or device planted here is refused, never waited on
+            doc = json.loads(read_small(self.state, MAX_STATE_BYTES))
         except FileNotFoundError:
             return _empty()
         except (OSError, ValueError, RecursionError) as exc:
@@ -198,20 +202,12 @@ def outbox_gauges(outbox_dir: str) -> dict[str, Any]:
 
 def _replace(path: str, text: str, mode: int) -> None:
     """Temp file and rename in the same directory: a reader sees the old file or the new one. The
-    temp name does not end in .prom, so the textfile collector never reads a half-written file."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(tmp, flags, mode)
-    except FileExistsError:  # a killed run's leftover, or a planted FIFO or link: removed, never opened
-        os.unlink(tmp)
-        fd = os.open(tmp, flags, mode)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    temp name does not end in .prom, so the textfile collector never reads a half-written file.
+    node_exporter's directory may be writable by others (its own user): the
+    temp file is created new inside the directory's descriptor, its mode set on its descriptor
+    and the rename made there (safeio.write_in), so a link swapped in is never followed."""
+    name = os.path.basename(path)
+    write_in_dir(os.path.dirname(path) or ".", name, text.encode(), mode, sync=False, tmp=f"{name}.{os.getpid()}.tmp")
 
 
 def _num(value: float) -> str:

@@ -1,5 +1,6 @@
 """The steps both post-job hooks share: find the job's nodes and lead; on the annotator, wait
-for every node's part, merge, diagnose, then annotate or queue; flush the backlog; prune.
+for every node's part of this run, merge, diagnose, then annotate or queue; when no node can be
+named the annotator, the run waits undecided (hooks/undecided.py); flush the backlog; prune.
 
 Each step is a function of one `PostJobRun` (the job, the configuration, what the run works with,
 slurmctld's view of the job, when the run started), so the steps cannot drift apart in what
@@ -9,18 +10,21 @@ they are handed, and a new one needs no new argument list.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+import time
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from slurm_hooks.collect.node_part import write_job_json
 from slurm_hooks.config import Config
 from slurm_hooks.core.clock import utc_now
+from slurm_hooks.core.prune_tree import jobs_with_state
+from slurm_hooks.core.sandbox import Bounds, run_parse
 from slurm_hooks.deliver.annotate import deliver_backlog, deliver_waiting
-from slurm_hooks.deliver.outbox import OutboxEntry
+from slurm_hooks.deliver.outbox import InvalidEntry, OutboxEntry, parse_entry
 from slurm_hooks.hooks.deps import EpilogDeps
 from slurm_hooks.slurm.annotation import encode
 from slurm_hooks.slurm.client import JobRecord, SlurmError
-from slurm_hooks.slurm.job import JobContext, JobView
+from slurm_hooks.slurm.job import JobContext, JobView, RunId
 
 MISSING_NAMED = 8  # missing nodes named in `skipped`; the log's `missing_nodes` has them all
 ACCOUNTING_WAIT_S = 6.0  # how long the annotator retries its own job's not-yet-in-accounting record
@@ -47,6 +51,11 @@ class PostJobRun:
     def job_id(self) -> str:
         return self.ctx.job_id
 
+    @property
+    def run_id(self) -> RunId:
+        """Which run of the job this is: the part markers, the decision and the record say it."""
+        return RunId.of(self.ctx, self.job.record)
+
 
 def look_up_job(ctx: JobContext, deps: EpilogDeps, this_node: str | None) -> JobView:
     """slurmctld's record and the job's nodes; when slurmctld is down, what the environment says
@@ -55,14 +64,19 @@ def look_up_job(ctx: JobContext, deps: EpilogDeps, this_node: str | None) -> Job
     The nodes come from the hook's environment first: Slurm 24.11 shrinks a COMPLETING job's node
     list in slurmctld as each node's Epilog ends, so a lead that ends last saw only itself and
     lost every other node's evidence (measured on the 24.11 lane). The environment is the
-    allocation as it was when the job ended, on every version."""
+    allocation as it was when the job ended, on every version.
+    Without the record nobody guesses the lead: a job of one node is led by it, any other job's
+    lead is "" (undecided: each node writes its part and the run is queued for a flush to decide).
+    """
     try:
-        record = deps.slurm.job(ctx.job_id)
+        record, known = deps.slurm.job(ctx.job_id), True
     except SlurmError as exc:
         deps.log.warning("job_record_unavailable", error=str(exc))
-        record = JobRecord(job_id=ctx.job_id, node_list=ctx.node_list or (this_node or ""))
-    nodes = hostnames_of(deps, ctx.node_list or record.node_list) or ([this_node] if this_node else [])
-    return JobView(record=record, nodes=tuple(nodes), lead=record.batch_host or (nodes[0] if nodes else ""))
+        record, known = JobRecord(job_id=ctx.job_id, node_list=ctx.node_list), False
+    listed = hostnames_of(deps, ctx.node_list or record.node_list)
+    nodes = listed or ([this_node] if this_node else [])
+    lead = (record.batch_host or (nodes[0] if nodes else "")) if known else (listed[0] if len(listed) == 1 else "")
+    return JobView(record=record, nodes=tuple(nodes), lead=lead, known=known)
 
 
 def hostnames_of(deps: EpilogDeps, node_list: str) -> list[str]:
@@ -89,14 +103,28 @@ def annotate_job(run: PostJobRun, facts: dict[str, Any] | None) -> None:
     The caller reserved the job's outbox entry before any bundle was written (a full disk still
     takes the record); `facts` None means: the lead's, from the spool, once its part is there.
     """
+    entry = decide(run, facts, run.config.budgets.merge_wait_s)
+    if entry is not None:
+        annotate_or_queue(run, entry)
+
+
+def decide(run: PostJobRun, facts: dict[str, Any] | None, wait_s: float, copy_logs: bool = False) -> OutboxEntry | None:
+    """This run's record, from this run's finished parts only (a previous run's, another node's,
+    one unfinished when the wait ends are set aside first); None when the mode keeps it (the run
+    is then marked decided here; a record is marked once it is queued). `copy_logs`: the job's
+    logs are copied now (a run decided late had no lead to copy them)."""
     ctx, config, deps, job, log = run.ctx, run.config, run.deps, run.job, run.deps.log
-    missing = wait_for_parts(run)
+    missing = wait_for_parts(run, wait_s)
+    set_aside_stale(run)
+    if copy_logs:
+        copy_logs_late(run)
     if facts is None:
         facts = lead_facts(run)
     record_job(run, facts)
     diagnosis = analyse(run, missing)
     if masks_a_crash(diagnosis):
         diagnosis = settle_derived_exit(run, facts, missing) or diagnosis
+    diagnosis["run"] = run.run_id.tag  # the record's `run=`: which run of the job it describes
     label = diagnosis.get("label")
     log.info(
         "diagnosed",
@@ -116,14 +144,14 @@ def annotate_job(run: PostJobRun, facts: dict[str, Any] | None) -> None:
     if mode == "shadow" or (mode == "failures" and label == "success"):
         log.info("annotation_skipped", mode=mode, label=label)
         deps.outbox.release(ctx.job_id)
-        return
-    entry = OutboxEntry(
+        mark_decided(run, None)
+        return None
+    return OutboxEntry(
         job_id=ctx.job_id,
         field=config.annotation.field,
         queued_at=deps.clock.time(),
         record=encode(diagnosis, ctx.exit_code or job.record.exit_code, job.record.state),
     )
-    annotate_or_queue(run, entry)
 
 
 def annotate_or_queue(run: PostJobRun, entry: OutboxEntry) -> None:
@@ -133,6 +161,7 @@ def annotate_or_queue(run: PostJobRun, entry: OutboxEntry) -> None:
     try:
         deps.outbox.put(entry)
         queued = True
+        mark_decided(run, entry)
     except OSError as exc:
         deps.log.error("outbox_write_failed", error=str(exc), trying="direct delivery")
         queued = False
@@ -185,19 +214,68 @@ def settle_derived_exit(run: PostJobRun, facts: dict[str, Any], missing: list[st
     return None
 
 
-def wait_for_parts(run: PostJobRun) -> list[str]:
-    """Wait up to `budgets.merge_wait_s` for every node's part; the nodes still missing then.
+def wait_for_parts(run: PostJobRun, wait_s: float) -> list[str]:
+    """Wait up to `wait_s` for every node's part of this run; the nodes still missing then.
 
-    One directory listing per poll, whatever the job's size (1,152 parts are one listdir).
+    A marker of another run (a requeued job's previous run, a reused job id) is not this run's
+    part and ends no wait. One directory listing per poll, whatever the job's size.
     """
-    deps = run.deps
-    deadline = deps.clock.monotonic() + run.config.budgets.merge_wait_s
+    deps, run_id = run.deps, run.run_id
+    deadline = deps.clock.monotonic() + wait_s
     wanted = set(run.job.nodes)
-    missing = wanted - deps.spool.parts_done(run.job_id)
+    missing = wanted - deps.spool.parts_done(run.job_id, run_id)
     while missing and deps.clock.monotonic() < deadline:
         deps.clock.sleep(0.2)
-        missing = wanted - deps.spool.parts_done(run.job_id)
+        missing = wanted - deps.spool.parts_done(run.job_id, run_id)
     return sorted(missing)
+
+
+def set_aside_stale(run: PostJobRun) -> None:
+    """Only this run's finished parts are merged: the rest of the bundle goes to `stale/`."""
+    try:
+        moved = run.deps.spool.set_aside(run.job_id, run.run_id, run.job.nodes or None)
+    except OSError as exc:
+        run.deps.log.error("stale_parts_not_set_aside", error=str(exc))
+        return
+    if moved:
+        run.deps.log.warning("stale_parts_set_aside", run=run.run_id.tag, count=len(moved), files=moved[:MISSING_NAMED])
+
+
+def copy_logs_late(run: PostJobRun) -> None:
+    """The job's logs, as its user, by whoever decides an undecided run (nobody was its lead)."""
+    from slurm_hooks.collect.job_logs import copy_job_logs, log_paths
+
+    ctx, config, deps = run.ctx, run.config, run.deps
+    if ctx.uid is None or ctx.gid is None:
+        return
+    paths = log_paths(run.job.record, ctx, run.job.nodes[0] if run.job.nodes else "")
+    limit = config.max_log_read_mb << 20
+    try:
+        copy_job_logs(deps.spool, ctx.job_id, paths, ctx.uid, ctx.gid, limit, config.budgets.command_s)
+    except OSError as exc:
+        deps.log.error("evidence_not_written", error=str(exc))
+
+
+def mark_decided(run: PostJobRun, entry: OutboxEntry | None) -> None:
+    """The run is decided: a second Epilog of it (Slurm before 26.05 can run one) or a flush does
+    not decide it again; the queued entry is kept with the mark, to be queued again if lost."""
+    raw = json.dumps(asdict(entry)).encode() if entry is not None else b""
+    try:
+        run.deps.spool.mark_decided(run.job_id, run.run_id, raw)
+    except OSError as exc:
+        run.deps.log.error("decision_not_marked", error=str(exc))
+
+
+def recorded(run: PostJobRun) -> tuple[bool, OutboxEntry | None]:
+    """Whether this run is decided already, and the entry it queued (None: nothing to deliver)."""
+    raw = run.deps.spool.decided(run.job_id, run.run_id)
+    if raw is None:
+        return False, None
+    try:
+        entry = parse_entry(f"{run.job_id}.json", raw) if raw else None
+    except InvalidEntry:
+        entry = None
+    return True, entry if isinstance(entry, OutboxEntry) else None
 
 
 def lead_facts(run: PostJobRun) -> dict[str, Any]:
@@ -209,14 +287,31 @@ def lead_facts(run: PostJobRun) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
+# The diagnosis child (core/sandbox.py): address space beyond the Epilog's own image, for it and
+# each scan worker it forks (RLIMIT_AS is per process; the 2,000-node flood peaks near 1 GiB of RSS),
+# and its answer's bytes. No `limits` key yet: module constants until config has them.
+DIAGNOSIS_MEMORY_MB = 4096
+DIAGNOSIS_RESULT_BYTES = 8 << 20
+
+
 def analyse(run: PostJobRun, missing: list[str]) -> dict[str, Any]:
-    """The analysis stage on the merged bundle. If it raises, the job is still annotated
-    (`unknown`, with the reason in the log): no annotation must always mean "not processed"."""
-    deps = run.deps
-    try:
-        result = deps.diagnose(deps.spool.bundle_dir(run.job_id), run.config)
-    except Exception as exc:  # a bug or hostile input must not cost the job its annotation
-        deps.log.error("diagnosis_failed", error=f"{type(exc).__name__}: {exc}")
+    """The analysis stage on the merged bundle, in a bounded child (the bundle holds what the job's
+    user wrote). If it raises, dies or runs past the time left for it, the job is still annotated
+    (`unknown`, `not read: <reason>` in `skipped`, the reason in the log): no annotation must
+    always mean "not processed". Its CPU and wall time are what the budget leaves once the
+    annotation's own wait (annotate_or_queue) and a second to write it are kept back."""
+    deps, config = run.deps, run.config
+    budget_s = config.budgets.epilog_s
+    left_s = budget_s - (deps.clock.monotonic() - run.started) - min(ACCOUNTING_WAIT_S, budget_s / 4) - 1
+    bounds = Bounds(DIAGNOSIS_MEMORY_MB, max(1.0, left_s), max(1.0, left_s), DIAGNOSIS_RESULT_BYTES)
+    parsed = run_parse(lambda: deps.diagnose(deps.spool.bundle_dir(run.job_id), config), bounds)
+    result: dict[str, Any]
+    got = parsed.value
+    if isinstance(got, dict) and isinstance(got.get("label"), str) and isinstance(got.get("skipped"), list):
+        result = got
+    else:
+        reason = parsed.reason or "bad result"  # a bug or hostile input must not cost the job its annotation
+        deps.log.error("diagnosis_failed", error=reason)
         result = {
             "job_id": run.job_id,
             "label": "unknown",
@@ -224,7 +319,7 @@ def analyse(run: PostJobRun, missing: list[str]) -> dict[str, Any]:
             "root_node": None,
             "root_rank": None,
             "facts": {},
-            "skipped": [],
+            "skipped": [f"not read: {reason}"],
         }
     if missing:
         named = ", ".join(missing[:MISSING_NAMED]) + (
@@ -248,6 +343,20 @@ def flush_backlog(run: PostJobRun) -> None:
     )
     if tally.pending:
         deps.log.warning("outbox_pending", count=tally.pending)
-    report = deps.spool.prune(config.retention_days, config.spool_max_mb, deps.clock.time())
-    if report.removed or report.links_removed or report.failed:
-        deps.log.info("spool_pruned", jobs=report.removed, links_removed=report.links_removed, failed=report.failed)
+    try:  # jobs still running here keep their spool dirs; when that cannot be told, nothing goes
+        live = jobs_with_state(config.state_dir) | {run.job_id}
+    except OSError as exc:
+        deps.log.warning("spool_not_pruned", error=f"state dir not listed: {exc.strerror or exc}")
+        return
+    left = config.budgets.epilog_s - (deps.clock.monotonic() - run.started)
+    # The real monotonic clock, not deps.clock: the deadline bounds real work on real directories.
+    deadline = time.monotonic() + max(0.5, min(5.0, left - 2))
+    report = deps.spool.prune(config.retention_days, config.spool_max_mb, deps.clock.time(), live, deadline)
+    if report.removed or report.links_removed or report.failed or report.left:
+        deps.log.info(
+            "spool_pruned",
+            jobs=report.removed,
+            links_removed=report.links_removed,
+            failed=report.failed,
+            left=report.left,
+        )

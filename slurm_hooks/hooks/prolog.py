@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from slurm_hooks.core.layout import is_number
 from slurm_hooks.facts import collect_facts
 from slurm_hooks.facts.gpu import GpuQuery, NvmlQuery
-from slurm_hooks.hooks.guard import load_config_or_defaults, run_guarded
-from slurm_hooks.hooks.metrics import hook_recorder
+from slurm_hooks.hooks.guard import run_hook
 from slurm_hooks.hooks.state import job_id_from_env, write_job_state
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from slurm_hooks.config import Config
     from slurm_hooks.core.hooklog import Log
 
 
 def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
-    env = dict(os.environ) if env is None else env
-    job_id = job_id_from_env(env)
-    config, log = load_config_or_defaults("prolog", job_id)
-
-    def body() -> None:
+    def body(config: Config, log: Log, env: Mapping[str, str]) -> None:
+        job_id = job_id_from_env(env)
         if job_id is None:
             log.error("no_job_id", detail="SLURM_JOB_ID missing or not numeric")
             return
@@ -39,11 +36,9 @@ def main(env: dict[str, str] | None = None, gpu: GpuQuery | None = None) -> int:
             state=str(where),
         )
         if config.flight_recorder.mode == "on":
-            prepare_flight(config, job_id, env, log)
+            prepare_flight(config, job_id, dict(env), log)
 
-    return run_guarded(
-        log, config.budgets.prolog_s, body, hook_recorder(config.state_dir, config.metrics_file, "prolog", log=log)
-    )
+    return run_hook("prolog", env, body)  # guarded from here: the config is loaded inside
 
 
 def prepare_flight(config: Config, job_id: str, env: dict[str, str], log: Log) -> None:

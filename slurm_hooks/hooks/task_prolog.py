@@ -11,6 +11,7 @@ import os
 import sys
 
 from slurm_hooks.core.layout import DEFAULT_STATE_DIR, job_dir
+from slurm_hooks.core.safeio import read_small
 from slurm_hooks.hooks.state import job_id_from_env
 
 # The config's default path, spelt out: importing the config module (and PyYAML to read the file)
@@ -27,9 +28,8 @@ def configured_state_dir(env: dict[str, str]) -> str:
     quoted, optionally with a `# comment`); anything else leaves the default in place. The Prolog,
     which writes the directory, validates the whole file.
     """
-    try:
-        with open(env.get("SLURM_HOOKS_CONFIG") or DEFAULT_CONFIG, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(_MAX_CONFIG_BYTES)
+    try:  # bounded, and never blocking: a FIFO or device where the config should be is refused
+        text = read_small(env.get("SLURM_HOOKS_CONFIG") or DEFAULT_CONFIG, _MAX_CONFIG_BYTES)
     except OSError:
         return DEFAULT_STATE_DIR
     for line in text.splitlines():
@@ -42,19 +42,25 @@ def configured_state_dir(env: dict[str, str]) -> str:
 
 
 def main(state_dir: str | None = None) -> int:
-    env = dict(os.environ)
-    job_id = job_id_from_env(env)
-    if job_id is None:
-        return 0
-    where = job_dir(state_dir or configured_state_dir(env), job_id)
+    """0 whatever the config or the job's state hold: the task starts, with the exports or without."""
     try:
-        with open(where / "env", encoding="utf-8") as fh:
-            sys.stdout.write(fh.read(16 * 1024))
-    except OSError:
-        pass  # no facts for this job: the task runs without SLURM_HOOKS_* rather than not at all
-    if (where / "flight").is_file():  # `flight_recorder: on`: the same sh fragment the deployed script runs
-        import subprocess
+        env = dict(os.environ)
+        job_id = job_id_from_env(env)
+        if job_id is None:
+            return 0
+        where = job_dir(state_dir or configured_state_dir(env), job_id)
+        try:
+            with open(where / "env", encoding="utf-8") as fh:
+                sys.stdout.write(fh.read(16 * 1024))
+        except OSError:
+            pass  # no facts for this job: the task runs without SLURM_HOOKS_* rather than not at all
+        if (where / "flight").is_file():  # `flight_recorder: on`: the same sh fragment the deployed script runs
+            import subprocess
 
-        sys.stdout.flush()
-        subprocess.run(["/bin/sh", "-c", '. "$1"', "sh", str(where / "flight")], stderr=subprocess.DEVNULL, check=False)
+            sys.stdout.flush()
+            subprocess.run(
+                ["/bin/sh", "-c", '. "$1"', "sh", str(where / "flight")], stderr=subprocess.DEVNULL, check=False
+            )
+    except Exception:  # a NUL byte in state_dir (ValueError), an unreadable state dir (PermissionError)
+        pass
     return 0

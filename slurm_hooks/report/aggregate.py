@@ -14,6 +14,7 @@ from operator import and_, attrgetter, ge, itemgetter, le, mul, ne
 from typing import Any
 
 from slurm_hooks.report.bounded import Lowest, add_day, sums, zero_seconds
+from slurm_hooks.report.causes import CODE_LABELS
 from slurm_hooks.report.coverage import REASONS, SpoolView
 from slurm_hooks.report.exposure import Exposure
 from slurm_hooks.report.read import Jobs
@@ -21,6 +22,7 @@ from slurm_hooks.report.records import OURS
 from slurm_hooks.slurm.accounting import TRUNCATED
 
 SAMPLE = 100
+USERS_KEPT = 32  # distinct users kept per (root node, label) of an application crash
 _BUCKET, _CONFIG, _NODE, _EXC = attrgetter("bucket"), attrgetter("config"), attrgetter("node"), attrgetter("exc")
 # of a read.Recorded (above), of a read.Verdict
 _ENDED, _BAD, _CRASHED = attrgetter("ended"), attrgetter("bad"), attrgetter("crashed")
@@ -67,11 +69,18 @@ class Tally:
         self.root_lost: dict[tuple[str, str], list[int]] = defaultdict(zero_seconds)
         self.roots: Counter[tuple[str, str]] = Counter()  # (root node, label)
         self.root_days: dict[str, set[str]] = defaultdict(set)
+        # The labels whose code is the first suspect (causes.CODE_LABELS): each user's roots of them, and
+        # the distinct users among a node's roots, up to USERS_KEPT (bounded: more only makes the node's
+        # case stronger, and the test counts no more than are kept)
+        self.user_roots: Counter[tuple[str, str]] = Counter()  # (label, user)
+        self.root_users: dict[tuple[str, str], set[str]] = defaultdict(set)  # (root node, label)
         self.per_day: Counter[tuple[str, str, bool]] = Counter()  # (day, label, crashed)
         self.kinds: Counter[str] = Counter()  # failed app_exception jobs by exception kind
         self.details = Lowest(details_limit)  # failed jobs: (label, state); diagnoses read at the end
 
     def unreadable(self, n: int) -> None:
+        """Rows not counted: not a row, a number int() refuses, or a negative or impossible
+        duration, node or GPU count (blocks.in_bounds)."""
         self.inputs["rows"] += n
         self.inputs["unreadable_rows"] += n
 
@@ -155,6 +164,11 @@ class Tally:
         self.kinds.update(filter(None, map(_EXC, records)))
         roots = list(compress(zip(nodes, labels, strict=True), nodes))
         self.roots.update(roots)
+        if not CODE_LABELS.isdisjoint(labels):  # the failed rows only, and only those of these labels
+            for node, label, user in zip(nodes, labels, map(cols.user.__getitem__, rows), strict=True):
+                if node and label in CODE_LABELS:
+                    self.user_roots[label, user] += 1
+                    self._root_user(node, label, user)
         root_days = self.root_days
         for node, day in set(compress(zip(nodes, days, strict=True), nodes)):
             days_of = root_days[node]
@@ -201,9 +215,17 @@ class Tally:
         for node, days in other.root_days.items():
             for day in days:
                 add_day(self.root_days[node], day)
+        for (node, label), users in other.root_users.items():
+            for user in users:
+                self._root_user(node, label, user)
         for reason, ids in other.uncovered_ids.items():
             self.uncovered_ids[reason].merge(ids)
         self.details.merge(other.details)
+
+    def _root_user(self, node: str, label: str, user: str) -> None:
+        users = self.root_users[node, label]
+        if len(users) < USERS_KEPT:
+            users.add(user)
 
     def _lost(self) -> list[dict[Any, list[int]]]:
         return [self.lost_at, self.root_lost, self.group_lost_at]
@@ -233,6 +255,7 @@ class Tally:
             self.shape,
             self.per_day,
             self.roots,
+            self.user_roots,
             self.kinds,
             *(counter for pair in self.groups for counter in pair),
         ]

@@ -33,8 +33,15 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--input",
         metavar="FILE",
-        help="rows saved from sacct instead of asking Slurm ('-': stdin), written by: " + SAVE_COMMAND + "; "
-        "--since/--until keep the jobs that ended in the window, exactly as for a live read",
+        help="rows saved by --save instead of asking Slurm ('-': stdin); --since/--until keep the jobs that "
+        "ended in the window, exactly as for a live read. A file saved by hand (" + SAVE_COMMAND + ") is read "
+        "too, with a warning: its fixed delimiter lets a job's Comment forge rows",
+    )
+    p.add_argument(
+        "--save",
+        metavar="FILE",
+        help="write the window's rows from sacct to FILE (a new file) for a later --input, with a fresh "
+        "delimiter no Comment can hold, named in its first line; nothing else is done",
     )
     p.add_argument(
         "--clusters",
@@ -45,4 +52,11 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         "every view and finding; with --input, the one cluster the file holds",
     )
     p.add_argument("--full", action="store_true", help="text: every row of every view, not the top 10")
+    p.add_argument(
+        "--explain",
+        type=int,
+        metavar="N",
+        help="print the failed jobs behind finding N (as numbered in the text report): ids, nodes, records "
+        "(text or json; reads the rows a second time: a live read or --input FILE, not stdin)",
+    )
     p.add_argument("--config", help="configuration file (default: $SLURM_HOOKS_CONFIG or /etc/...)")

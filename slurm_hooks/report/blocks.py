@@ -23,6 +23,10 @@ BLOCK = 1 << 20  # 4k rows: its columns stay in the CPU cache through the passes
 LONGEST = 4 * MAX_RECORD  # carried without a whole row in sight before reading record by record
 LOOK_BACK = 64  # lines looked at for a block's end
 BATCH = 20_000  # records handed on at a time while reading record by record
+MAX_ELAPSED_S = 10 * 366 * 86400  # a row's ElapsedRaw past ten years is no job's
+MAX_NODES = 1 << 20  # NNodes: more than any cluster has
+MAX_GPUS = 1 << 24  # GPUs of one job: 16 a node on MAX_NODES
+MAX_ID_DIGITS = 20  # a job id is a 32-bit number (64 with a federation's bits): longer is no job's
 
 WINDOW = 256 << 10  # read at a block's end to find its cut: longer than any line records reads whole
 Span = tuple[int, int]  # a block of a regular file, by byte offsets: the worker reads it itself
@@ -82,7 +86,10 @@ def read_unit(unit: Block, sep: str) -> tuple[list[Columns], int]:
         return [slow], unreadable
     text = unit.decode("utf-8", "replace")  # as per record: no UTF-8 sequence spans a newline
     lines, others = whole_lines(text, sep)
-    cols = fast_columns(lines, sep)
+    try:
+        cols = fast_columns(lines, sep)
+    except ValueError:  # a number int() refuses (past sys.int_info's digit limit): row by row below
+        cols = None
     if cols is None:  # a line with a row's field count that is not one: read it all the careful way
         others, cols = [text], of_rows([])
     # A whole row leaves nothing pending (accounting.records), so the lines between rows read alike alone.
@@ -98,7 +105,31 @@ def batches(rows: Iterator[AccountingRow]) -> Iterator[tuple[Columns, int]]:
 
 
 def _parsed(cut_apart: list[tuple[bytes, bool]], sep: str) -> tuple[Columns, int]:
-    return _readable([parse_record(record, cut, sep) for record, cut in cut_apart])
+    rows, refused = [], 0
+    for record, cut in cut_apart:
+        try:
+            rows.append(parse_record(record, cut, sep))
+        except ValueError:  # a number of thousands of digits (int()'s limit): this row, not the report
+            refused += 1
+    cols, unreadable = _readable(rows)
+    return cols, unreadable + refused
+
+
+def in_bounds(cols: Columns) -> tuple[Columns, int]:
+    """The rows whose numbers can be counted, and how many could not: ElapsedRaw, NNodes and the
+    GPU count are never negative (a negative duration would count negative node-hours) nor past
+    what any cluster runs (a 400-digit one would overflow the hours' floats); a job id is at most
+    MAX_ID_DIGITS digits (the job-id samples turn it into an int)."""
+    checks = ((cols.elapsed_s, MAX_ELAPSED_S), (cols.n_nodes, MAX_NODES), (cols.n_gpus, MAX_GPUS))
+    if not cols.job_id or (
+        all(min(col) >= 0 and max(col) <= top for col, top in checks) and max(map(len, cols.job_id)) <= MAX_ID_DIGITS
+    ):
+        return cols, 0  # the common case, checked in C
+    keep = [
+        0 <= e <= MAX_ELAPSED_S and 0 <= n <= MAX_NODES and 0 <= g <= MAX_GPUS and len(j) <= MAX_ID_DIGITS
+        for j, e, n, g in zip(cols.job_id, cols.elapsed_s, cols.n_nodes, cols.n_gpus, strict=True)
+    ]
+    return Columns._make(list(itertools.compress(col, keep)) for col in cols), keep.count(False)
 
 
 def _readable(rows: list[AccountingRow]) -> tuple[Columns, int]:

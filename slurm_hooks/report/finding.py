@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slurm_hooks.report.aggregate import Tally
+from slurm_hooks.report.records import LOW_CONFIDENCE
 from slurm_hooks.report.stats import wilson
 
 ALPHA = 0.001  # corrected p-value below which a test can become a finding
@@ -35,6 +36,7 @@ class Test:
     lost: tuple[int, int]  # node-, GPU-seconds lost
     large: bool  # the effect is large enough to act on
     extra: dict[str, Any] = field(default_factory=dict)  # what the sentence needs beyond the keys
+    members: frozenset[Any] = frozenset()  # the cells (factors.Cell) a configuration or width finding covers
 
     def finding(self, p_value: float) -> dict[str, Any]:
         low, high = wilson(self.failures, self.jobs) if self.kind != "node" else (0.0, 0.0)
@@ -64,4 +66,9 @@ def pair(seconds: list[int]) -> tuple[int, int]:
 
 
 def failure_labels(t: Tally, counts: Counter[str]) -> list[str]:
-    return sorted(lab for lab, n in counts.items() if lab != "success" and n >= MIN_FAILURES and t.shown(lab))
+    return sorted(lab for lab, n in counts.items() if testable(lab) and n >= MIN_FAILURES and t.shown(lab))
+
+
+def testable(label: str) -> bool:
+    """A failure label the findings test: not success, not a diagnosis its Epilog called a guess."""
+    return label != "success" and not label.endswith(LOW_CONFIDENCE)

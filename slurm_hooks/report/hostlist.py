@@ -3,8 +3,8 @@ a report over a million jobs cannot run `scontrol show hostnames` for each.
 
 Saved sacct input is anyone's text: a list is expanded no further than the row's own NNodes
 (`n[0-99998,0-99998,...]` in 16 KB names billions), lazily, so the work is the names kept plus
-the text's length; what is past the limit is counted, not made. Digits are ASCII digits: `n[²]`
-is a row that does not parse, never an exception.
+the text's length; what is past the limit is counted, not made. Digits are ASCII digits, at most
+MAX_DIGITS of them: `n[²]` or a 5,000-digit index is a row that does not parse, never an exception.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import NamedTuple
 _RANGE = re.compile(r"\[([^\]]*)\]")
 MAX_HOSTS = 100_000  # names kept from one list when the row gives no NNodes
 MAX_BRACKETS = 8  # ranges in one name (gb-r[01-18]-c[01-18] has two); more is not a host list
+MAX_DIGITS = 18  # of one index: a longer number is no host's
 
 
 class Hosts(NamedTuple):
@@ -85,6 +86,8 @@ def _ranges(spec: str) -> Dimension | None:
     for item in spec.split(","):
         lo, _, hi = item.partition("-")
         if not (lo.isascii() and lo.isdigit()) or (hi and not (hi.isascii() and hi.isdigit())):
+            return None
+        if len(lo) > MAX_DIGITS or len(hi) > MAX_DIGITS:  # no host index; int() refuses 4,300 digits
             return None
         first, last = int(lo), int(hi or lo)
         if last < first:

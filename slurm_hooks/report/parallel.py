@@ -22,7 +22,7 @@ from typing import IO
 
 from slurm_hooks.core.nogc import no_cycle_collector
 from slurm_hooks.report.aggregate import ANY_TIME, Tally, Window
-from slurm_hooks.report.blocks import Unit, batches, loaded, read_unit, spans, units
+from slurm_hooks.report.blocks import Unit, batches, in_bounds, loaded, read_unit, spans, units
 from slurm_hooks.report.coverage import SpoolView
 from slurm_hooks.report.read import Filters, JobReader
 from slurm_hooks.slurm.client import AccountingRow
@@ -120,7 +120,9 @@ def _check(procs: Sequence[BaseProcess]) -> None:
 
 def _count(parts: list[Columns], unreadable: int, reader: JobReader, counting: Counting, tally: Tally) -> None:
     tally.unreadable(unreadable)
-    for cols in parts:
+    for part in parts:
+        cols, out_of_range = in_bounds(part)
+        tally.unreadable(out_of_range)
         jobs = reader.jobs(cols)
         picked = counting.filters.apply(jobs)
         tally.outside["filtered_out"] += len(jobs.records) - len(picked.records)

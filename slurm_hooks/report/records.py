@@ -31,7 +31,12 @@ BUCKETS = (
 _SCHEMA = re.compile(r"slurm-hooks/v(\d+)", re.IGNORECASE)
 # annotation.encode's output: its keys in its order, each with a value; anything else is decoded
 _ENCODED = re.compile(re.escape(MARK) + "".join(f"(?: {key}=(?P<{key}>[a-z0-9._:+-]+))?" for key in KEYS))
-_READ = itemgetter(*map(KEYS.index, ("label", "node", "driver", "cdmm", "ncore", "gpu", "state", "exc", "excnode")))
+_READ = itemgetter(
+    *map(KEYS.index, ("label", "node", "driver", "cdmm", "ncore", "gpu", "state", "exc", "excnode", "conf"))
+)
+# A diagnosis the Epilog itself called a guess (`conf=low`): counted apart, under its label with this
+# added, in every view; never tested towards a finding (finding.failure_labels, node_tests)
+LOW_CONFIDENCE = " (low confidence)"
 _CACHE_MAX = 16384
 NO_CONFIG = "   "  # a record that names no driver, CDMM, ncore or GPU (or no record)
 _UNTRUSTED_MARK = {"unknown_label", "truncated", "newer_schema"}
@@ -75,9 +80,9 @@ class RecordReader:
         """The record a field's whole text holds (`classify` caches the answers)."""
         encoded = _ENCODED.fullmatch(text) if text.startswith(MARK) else None
         if encoded:  # one record as the Epilog writes it, nothing else: most failed jobs' texts are unique
-            label, node, driver, cdmm, ncore, gpu, state, exc, excnode = _READ(encoded.groups(""))
+            label, node, driver, cdmm, ncore, gpu, state, exc, excnode, conf = _READ(encoded.groups(""))
             if label in self.labels:
-                return _ours(label, f"{driver} {cdmm} {ncore} {gpu}", node, state, exc, excnode)
+                return _ours(label, f"{driver} {cdmm} {ncore} {gpu}", node, state, exc, excnode, conf)
         if not text:
             return NONE
         at = text.lower().rfind(MARK)
@@ -107,10 +112,12 @@ class RecordReader:
     def _decoded(label: str, fields: dict[str, Any]) -> Record:
         get = fields.get
         config = f"{get('driver', '')} {get('cdmm', '')} {get('ncore', '')} {get('gpu', '')}"
-        return _ours(label, config, get("node", ""), get("state", ""), get("exc", ""), get("excnode", ""))
+        node, state, exc, excnode, conf = (get(k, "") for k in ("node", "state", "exc", "excnode", "conf"))
+        return _ours(label, config, node, state, exc, excnode, conf)
 
 
-def _ours(label: str, config: str, node: str, state: str, exc: str, excnode: str) -> Record:
+def _ours(label: str, config: str, node: str, state: str, exc: str, excnode: str, conf: str = "") -> Record:
+    shown = label + LOW_CONFIDENCE if conf == "low" and label != "success" else label
     if label == "app_exception":  # where it happened is not a verdict on the node (§8.26)
-        return Record(OURS, label, config, node if excnode else "", state, exc or "other")
-    return Record(OURS, label, config, node, state)
+        return Record(OURS, shown, config, node if excnode else "", state, exc or "other")
+    return Record(OURS, shown, config, node, state)

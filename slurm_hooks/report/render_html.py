@@ -40,7 +40,8 @@ def findings_box(doc: dict[str, Any]) -> str:
         for f in found
     )
     body = f"<ol>{items}</ol>" if found else "<p>None: nothing stood out beyond chance.</p>"
-    return f"<section id='findings' data-findings='{len(found)}'><h2>Findings (costliest first)</h2>{body}</section>"
+    title = "Findings (strongest evidence first, then costliest)"
+    return f"<section id='findings' data-findings='{len(found)}'><h2>{title}</h2>{body}</section>"
 
 
 def charts(doc: dict[str, Any]) -> dict[str, str]:

@@ -13,7 +13,7 @@ from slurm_hooks.report.views import DEFAULT_TEXT, RATES, TOP_BY, view
 
 TOP = 10  # rows of each view in the default text
 TITLES = {
-    "findings": "Findings (what to act on, costliest first)",
+    "findings": "Findings (what to act on: strongest evidence first, then costliest)",
     "coverage": "Totals and coverage",
     "records": "What accounting held (the same jobs)",
     "label": "Labels (lost = failed jobs)",
@@ -101,5 +101,19 @@ def to_csv(doc: dict[str, Any], name: str) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
-    writer.writerows(rows)
+    writer.writerows([list(map(csv_cell, row)) for row in rows])
     return buf.getvalue()
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP CSV injection: a spreadsheet reads these as a formula
+
+
+def csv_cell(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula, prefixed with a single quote (OWASP):
+    node names, exception kinds, users come from records and logs a job can shape. A CR inside is
+    written `\\r`: the writer quotes only cells with a newline, and a bare CR would start a row of
+    its own (one that could start with a formula). Numbers stay numbers: the report's own ints and
+    floats cannot be formulas, and a rate must stay a rate."""
+    if not isinstance(value, str):
+        return value
+    return ("'" + value if value.startswith(FORMULA_START) else value).replace("\r", "\\r")

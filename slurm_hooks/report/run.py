@@ -7,7 +7,6 @@ import re
 import sys
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import IO, Any
 
 from slurm_hooks.config import Config
@@ -19,22 +18,35 @@ from slurm_hooks.report.read import Filters, Racks
 from slurm_hooks.report.summary import summarize
 from slurm_hooks.slurm.client import AccountingRow
 
-_SPAN = re.compile(r"^(\d+)([mhdw])$")
+_SPAN = re.compile(r"([0-9]{1,9})([mhdw])")  # fullmatch; ASCII digits, few: a span timedelta can hold
 _UNIT = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def parse_when(text: str, now: datetime) -> datetime:
     """`7d`, `12h`, `30m`, `2w` before now; or an ISO date/time (local time when it has no zone)."""
-    span = _SPAN.match(text.strip())
+    span = _SPAN.fullmatch(text.strip())
     if span:
-        return now - timedelta(**{_UNIT[span.group(2)]: int(span.group(1))})
+        try:
+            return now - timedelta(**{_UNIT[span.group(2)]: int(span.group(1))})
+        except OverflowError:  # before year 1: no window to ask for
+            raise ValueError(f"{_shown(text)} reaches back before year 1") from None
     if text.strip() == "now":
         return now
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ValueError(f"{text!r} is neither a duration (7d, 12h, 30m, 2w) nor an ISO date/time") from None
-    return when if when.tzinfo else when.astimezone()
+        raise ValueError(f"{_shown(text)} is neither a duration (7d, 12h, 30m, 2w) nor an ISO date/time") from None
+    try:
+        when = when if when.tzinfo else when.astimezone()
+        when.astimezone().strftime("%Y")  # as sacct_window and sacct_argv will turn it: in range here too
+    except (OverflowError, ValueError):
+        raise ValueError(f"{_shown(text)} is out of range in this host's time zone") from None
+    return when
+
+
+def _shown(text: str) -> str:
+    """An argument as an error message quotes it: a line, whatever was typed."""
+    return repr(text[:40]) + (" (cut)" if len(text) > 40 else "")
 
 
 def window(since: datetime, until: datetime) -> dict[str, str]:
@@ -123,10 +135,17 @@ def render(doc: dict[str, Any], fmt: str, group_by: str | None, full: bool = Fal
     return to_text(doc, [group_by] if group_by else DEFAULT_TEXT, full)
 
 
+def explained(doc: dict[str, Any], fmt: str) -> str:
+    from slurm_hooks.report.explain import to_text
+
+    return render(doc, "json", None) if fmt == "json" else to_text(doc)
+
+
 def main(args: argparse.Namespace, config: Config) -> int:
     """`slurm-hooks report`: 0 done, 1 Slurm or the input failed, 2 bad arguments."""
+    from slurm_hooks.report.saved import input_separator, save_rows
     from slurm_hooks.slurm.cli_backend import SlurmCli
-    from slurm_hooks.slurm.client import SEP, SlurmError
+    from slurm_hooks.slurm.client import SlurmError
 
     now = datetime.now().astimezone()
     try:
@@ -144,15 +163,22 @@ def main(args: argparse.Namespace, config: Config) -> int:
         }
     )
     names = [c for arg in args.clusters for c in arg.split(",") if c]
-    if args.input and (len(names) > 1 or names == ["all"]):
-        print("slurm-hooks: --input holds one cluster's rows: name it with one --clusters NAME", file=sys.stderr)
+    if (args.input or args.save) and (len(names) > 1 or names == ["all"]):
+        print(
+            "slurm-hooks: --input and --save hold one cluster's rows: name it with one --clusters NAME", file=sys.stderr
+        )
         return 2
     try:
         tallies = []
+        delimiter = "fresh"  # the live read: a fresh one per sacct call
+        if args.save:
+            save_rows(SlurmCli(config.budgets.command_s), since, until, names[0] if names else "", args.save)
+            return 0
         if args.input:
             with open(args.input, "rb") if args.input != "-" else sys.stdin.buffer as stream:
+                sep, delimiter = input_separator(stream)
                 count = counting(config, filters, args.details, since, until, names[0] if names else "")
-                tallies.append(count_stream(stream, SEP, count, cpus()))
+                tallies.append(count_stream(stream, sep, count, cpus()))
         else:
             # Always sacct, not open_slurm: pyslurm 22.5's accounting record has no AllocTRES (GPU-hours).
             slurm = SlurmCli(config.budgets.command_s)
@@ -161,12 +187,32 @@ def main(args: argparse.Namespace, config: Config) -> int:
                     count = counting(config, filters, args.details, since, until, cluster)
                     tallies.append(count_stream(out, sep, count, cpus()))
         doc = document(tallies, config, filters, since, until)
-    except (SlurmError, OSError) as exc:
+        doc["input"]["delimiter"] = delimiter
+        if args.explain is not None:
+            from slurm_hooks.report.explain import explain_finding
+
+            doc = explain_finding(
+                doc,
+                args.explain,
+                args.input,
+                lambda cluster: counting(config, filters, 0, since, until, cluster),
+                (since, until),
+                SlurmCli(config.budgets.command_s),
+            )
+    except (SlurmError, OSError, ValueError) as exc:
         print(f"slurm-hooks: {exc}", file=sys.stderr)
         return 1
-    text = render(doc, args.format, args.group_by, args.full)
+    if delimiter != "fresh":
+        print(f"slurm-hooks: warning: {args.input}: delimiter {delimiter}", file=sys.stderr)
+    text = render(doc, args.format, args.group_by, args.full) if args.explain is None else explained(doc, args.format)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        from slurm_hooks.core.safeio import atomic_write
+
+        try:  # a new file renamed over FILE: a file or link someone made there is replaced, never written through
+            atomic_write(args.output, text, mode=0o644)
+        except OSError as exc:
+            print(f"slurm-hooks: {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
     else:
         sys.stdout.write(text)
     return 0

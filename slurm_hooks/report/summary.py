@@ -10,7 +10,7 @@ from typing import Any
 
 from slurm_hooks.report.aggregate import Tally
 from slurm_hooks.report.coverage import REASONS
-from slurm_hooks.report.records import BUCKETS
+from slurm_hooks.report.records import BUCKETS, LOW_CONFIDENCE
 from slurm_hooks.report.stats import NODE_BUCKETS, NODE_NAMES, RACK_BUCKETS, RACK_NAMES, rate
 from slurm_hooks.report.tables import configs, labels, most_first, per_day
 
@@ -30,7 +30,9 @@ def summarize(
     from slurm_hooks.report.findings import findings
 
     per = [_totals(t) for t in tallies]
-    totals = {k: sum(p[k] for p in per) for k in ("jobs", "succeeded", "failed", "crashed", "not_ended")}
+    totals = {
+        k: sum(p[k] for p in per) for k in ("jobs", "succeeded", "failed", "crashed", "not_ended", "low_confidence")
+    }
     bad = totals["failed"] + totals["crashed"]
     diagnosed = sum(p["diagnosed"] for p in per)
     outside = sum((t.outside for t in tallies), Counter[str]())
@@ -114,6 +116,8 @@ def _totals(t: Tally) -> dict[str, int]:
         "crashed": crashed,
         "not_ended": t.not_ended,
         "diagnosed": bad - sum(t.uncovered.values()),
+        # failed or crashed with a diagnosis its Epilog called a guess: in "diagnosed", never in a finding
+        "low_confidence": sum(n for label, n in labels.items() if label.endswith(LOW_CONFIDENCE)),
     }
 
 

@@ -28,7 +28,7 @@ RATES = frozenset({"rate", "ci_low", "ci_high", "job share", "GPU-hour share", "
 TOP_BY: dict[str, str | None] = {"config": "jobs", "day": "failures", "root-node": None, "label": None}
 _RATE = ("rate", "ci_low", "ci_high")
 FINDING_COLUMNS = ["kind", "label", "subject", "jobs", "failures", "rate", "baseline_rate", "ratio", "ratio_ci_low"]
-FINDING_COLUMNS += ["ratio_ci_high", "p_value", "node_hours", "gpu_hours", "text"]
+FINDING_COLUMNS += ["ratio_ci_high", "p_value", "node_hours", "gpu_hours", "text", "evidence"]  # new ones last
 
 
 def _rates(row: dict[str, Any]) -> list[float]:
@@ -56,6 +56,7 @@ def _view(doc: dict[str, Any], name: str) -> tuple[list[str], list[tuple[str, li
                         " ".join(f"{k}={v}" for k, v in f["subject"].items() if k != "cluster"),
                         *(f[k] for k in ("jobs", "failures", "rate", "baseline_rate", "ratio", "ci_low", "ci_high")),
                         *(f[k] for k in ("p_value", "node_hours", "gpu_hours", "text")),
+                        f.get("evidence", ""),
                     ],
                 )
                 for f in doc["findings"]

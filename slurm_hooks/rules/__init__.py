@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from slurm_hooks.core.safeio import open_regular
 from slurm_hooks.rules.advice import template_errors
 from slurm_hooks.rules.families import (
     LABELS,
@@ -22,8 +23,9 @@ from slurm_hooks.rules.families import (
     parse_families,
     parse_progress,
 )
+from slurm_hooks.rules.limits import LimitError, check_yaml_shape, keyword_problem
 from slurm_hooks.rules.model import ORDERING_MAX, Ordering, Rule, RulePack, RulePackError, XidPolicy
-from slurm_hooks.rules.pattern import LinearPattern, PatternError, compile_linear
+from slurm_hooks.rules.pattern import LinearPattern, PatternError, PatternTooLarge, compile_linear
 
 __all__ = [
     "LABELS",
@@ -54,6 +56,8 @@ def _require(doc: dict[str, Any], key: str, kind: type, where: str) -> Any:
 def _pattern(raw: dict[str, Any], key: str, where: str) -> LinearPattern:
     try:
         return compile_linear(_require(raw, key, str, where))
+    except PatternTooLarge as exc:
+        raise RulePackError(f"{where}: key '{key}' is too costly to run: {exc}") from None
     except PatternError as exc:
         raise RulePackError(f"{where}: key '{key}' is not a valid regex: {exc}") from None
 
@@ -80,13 +84,18 @@ def _parse_rule(raw: Any, where: str) -> Rule | None:
     priority = raw.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool) or abs(priority) > 10**6:
         raise RulePackError(f"{where}: key 'priority' must be an integer, got {priority!r}")
+    if source == "kernel" and isinstance(raw.get("pattern"), str) and not raw["pattern"].startswith("^"):
+        # anchored by construction: a kernel rule matches the message the kernel starts, never text
+        # a process put inside one (a segfault line's file name or comm) (log-signatures §8.28)
+        raw = {**raw, "pattern": f"^(?:{raw['pattern']})"}
+    regex = _pattern(raw, "pattern", where)
     return Rule(
         name=name,
         family=_require(raw, "family", str, where),
         role=role,
         source=source,
         keywords=tuple(keywords),
-        regex=_pattern(raw, "pattern", where),
+        regex=regex,
         fields={str(k): str(v) for k, v in fields_.items()},
         priority=priority,
         unless=_pattern(raw, "unless", where) if "unless" in raw else None,
@@ -98,9 +107,12 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def _load_yaml(text: str, where: str) -> dict[str, Any]:
     try:
+        check_yaml_shape(text, _SAFE_LOADER)  # parser events only: a bomb is refused before it is built
         # libyaml's parser where PyYAML has it (10x faster on the shipped pack, which every
         # diagnose loads); it builds the same safe types as yaml.safe_load
         doc = yaml.load(text, Loader=_SAFE_LOADER)
+    except LimitError as exc:
+        raise RulePackError(f"{where}: refused: {exc}") from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise RulePackError(f"{where}: not valid YAML: {exc}") from None
     if not isinstance(doc, dict):
@@ -172,12 +184,26 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
         raise RulePackError(
             f"{where}: key 'keywords': the pack would hold {len(keywords)} distinct keywords, more than {MAX_KEYWORDS}"
         )
+    for rule in parsed.values():
+        if rule is not None and (problem := keyword_problem(rule.keywords, rule.source)):
+            raise RulePackError(f"{where} (rule '{rule.name}'): key 'keywords': {problem}")
+        if rule is not None and (problem := _trust_problem(rule)):
+            raise RulePackError(f"{where} (rule '{rule.name}'): {problem}")
     merged.rules.update(parsed)
     merged.ordering, merged.xid = ordering, xid
     merged.advice.update(advice)
     merged.families = families
     merged.progress = merged.progress if progress is None else progress
     merged.launchers = merged.launchers if launchers is None else launchers
+
+
+def _trust_problem(rule: Rule) -> str | None:
+    """A rule is trusted by where its lines come from (log-signatures §8.28): one that decides a
+    verdict reads either the kernel's lines or the job's, never both (a job can print any line).
+    Checked after every other key, so a file's first error is the one it is told."""
+    if rule.source == "any" and rule.role in ("primary", "symptom"):
+        return f"key 'source': a {rule.role} rule must say 'source: kernel' or 'source: log' (a job can print any line)"
+    return None
 
 
 def _xid(doc: dict[str, Any]) -> tuple[XidPolicy, frozenset[int]]:
@@ -189,8 +215,8 @@ def _xid(doc: dict[str, Any]) -> tuple[XidPolicy, frozenset[int]]:
 
 
 def _read_rule_file(path: Path) -> str:
-    try:
-        with open(path, "rb") as fh:
+    try:  # an operator's path (links followed), but a FIFO or device there is refused, never read
+        with open_regular(path, follow=True) as fh:
             raw = fh.read(MAX_RULE_FILE + 1)
     except OSError as exc:
         raise RulePackError(f"{path}: cannot read rule file: {exc.strerror}") from None

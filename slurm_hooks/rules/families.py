@@ -62,6 +62,7 @@ TRAITS = frozenset(
         "exception_kind",  # an exception's kind (the rule's `kind` field)
         "node_fault",  # ... a kind that points at the node (report node findings)
         "consequence",  # an exception other ranks raise after a peer went away: never a root
+        "slurm_end",  # Slurm's words on why it ended the job: a verdict only where accounting's state agrees (§8.27)
     }
 )
 # When an advice line applies; each names something the verdict knows.

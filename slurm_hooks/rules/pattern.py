@@ -16,6 +16,11 @@ import re2  # type: ignore[import-untyped]  # google-re2 ships no type hints
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # the error comes back in the exception; nothing on the hook's stderr
 _OPTIONS.max_mem = 8 << 20  # per pattern; past it RE2 falls back to its NFA, still linear
+# RE2's instructions in a pattern's program, either way it runs: its work on a byte that makes it
+# build a DFA state (or run its NFA) grows with them. The shipped pack's largest is 2,770 (a
+# `[^']{1,300}` of UTF-8); `.{0,1000}` alone is 9,005. RE2 itself refuses a repeat past 1,000,
+# nested repeats included (`(?:a{1,1000}){1,1000}`).
+MAX_PROGRAM = 4096
 
 
 class Match(Protocol):
@@ -34,6 +39,10 @@ class LinearPattern(Protocol):
 
 class PatternError(ValueError):
     """The pattern is not valid RE2 syntax (or uses lookaround/backreferences, which RE2 lacks)."""
+
+
+class PatternTooLarge(PatternError):
+    """The pattern is valid RE2 but its program is past MAX_PROGRAM."""
 
 
 Spans = list[tuple[int, int]]  # (start, end) bytes of the whole match, then of each group; (-1, -1): none
@@ -98,6 +107,12 @@ class _Utf8Pattern:
     def __init__(self, pattern: str, options: Any) -> None:
         self.pattern = pattern
         compiled = re2.compile(pattern.encode("utf-8"), options)
+        size = max(compiled.programsize, compiled.reverseprogramsize)
+        if size > MAX_PROGRAM:
+            raise PatternTooLarge(
+                f"its RE2 program has {size} instructions, more than {MAX_PROGRAM}: "
+                "use smaller repeats ({0,100}, not {0,1000}) or fewer alternatives"
+            )
         index: dict[bytes, int] = compiled.groupindex
         self._names = tuple(sorted(((k.decode("utf-8"), i) for k, i in index.items()), key=lambda n: n[1]))
         self._find = _span_finder(compiled)

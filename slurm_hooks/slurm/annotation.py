@@ -24,7 +24,11 @@ MAX_RECORD = 512
 _UNSAFE = re.compile(r"[^a-z0-9._:+-]")  # no "/": no value can contain our mark
 _SAFE_VALUE = re.compile(r"[a-z0-9._:+-]*")
 _TOKEN = re.compile(r"\S+")
-KEYS = ("label", "node", "rank", "driver", "cdmm", "ncore", "gpu", "xid", "exit", "state", "exc", "excnode")
+# keys are only ever added, at the end: a reader that does not know one stops at it
+KEYS = (
+    *("label", "node", "rank", "driver", "cdmm", "ncore", "gpu", "xid", "exit", "state", "exc", "excnode", "run"),
+    "conf",
+)
 _KIND = re.compile(r"[a-z][a-z0-9_]{0,31}")  # an exception kind: a rule pack name, never log text
 
 
@@ -53,9 +57,16 @@ def encode(diagnosis: dict[str, Any], exit_code: str = "", state: str = "") -> s
         "exit": exit_code,
         "state": state,
         **_exception(diagnosis),
+        "run": diagnosis.get("run"),  # which run of the job (slurm/job.py RunId): last, older readers stop there
+        "conf": _confidence(diagnosis),  # `low` only: a guess, not a finding (log-signatures §8.28); after run
     }
     parts = [MARK] + [f"{k}={_value(v)}" for k, v in values.items() if v not in (None, "")]
     return " ".join(parts)[:MAX_RECORD]
+
+
+def _confidence(diagnosis: dict[str, Any]) -> str | None:
+    confidence = (diagnosis.get("details") or {}).get("confidence")
+    return "low" if isinstance(confidence, dict) and confidence.get("level") == "low" else None
 
 
 def _exception(diagnosis: dict[str, Any]) -> dict[str, str]:

@@ -17,7 +17,7 @@ from slurm_hooks.core.times import parse_iso, zone_named
 from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.events import Event, Timeline
-from slurm_hooks.timeline.hits import FamilyCap, KeywordIndex, Span, capped_hits, log_cap
+from slurm_hooks.timeline.hits import FamilyCap, KeywordIndex, MatchMeter, Span, capped_hits, log_cap
 from slurm_hooks.timeline.hosts import NodeNames
 from slurm_hooks.timeline.noise import printable, segments, strip_ansi
 from slurm_hooks.timeline.prefixes import Prefixed, inherit, strip_prefixes
@@ -30,10 +30,6 @@ TEXT_CHARS = 400
 
 def _int(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
-
-
-def _matches(rules: list[Rule], body: str) -> list[tuple[Rule, dict[str, str]]]:
-    return [(rule, fields) for rule in rules if (fields := rule.search(body)) is not None]
 
 
 @dataclass
@@ -64,9 +60,9 @@ class _Scan:
     kernels: KeywordIndex
 
 
-def _scan_log_range(scan: _Scan, part: LogRange) -> LogPart:
+def _scan_log_range(scan: _Scan, part: LogRange, meter: MatchMeter) -> LogPart:
     file, source, pack = part.file, part.file.rel, scan.pack
-    family_cap = FamilyCap(scan.logs, *scan.log_cap)
+    family_cap = FamilyCap(scan.logs, *scan.log_cap, meter=meter)
     examined: list[tuple[frozenset[str], list[Event]]] = []
     said: list[str] = []
     span = Span(0, part.start, part.stop)
@@ -80,7 +76,7 @@ def _scan_log_range(scan: _Scan, part: LogRange) -> LogPart:
                 first = pre
             else:
                 pre = inherit(pre, first)
-            matches = _matches(rules, pre.body)
+            matches = meter.matches(rules, pre.body)
             if not matches:
                 continue
             stamp = log_time(pre.body, scan.ctx)
@@ -103,7 +99,7 @@ def _scan_log_range(scan: _Scan, part: LogRange) -> LogPart:
                 )
         examined.append((frozenset(r.family for r in rules), events))
     lines = _lines_in(file, part.start, part.stop) if part.stop is not None else 0
-    return LogPart(source, part.start, lines, examined, family_cap.cut, said)
+    return LogPart(source, part.start, lines, examined, family_cap.cut, said + family_cap.slow_notes())
 
 
 def _lines_in(file: BundleFile, start: int, stop: int) -> int:
@@ -139,15 +135,17 @@ def _merge_log(
     return events
 
 
-def _scan_kernel(scan: _Scan, node: str, file: BundleFile, ctx: ClockContext, notes: list[str]) -> list[Event]:
+def _scan_kernel(
+    scan: _Scan, node: str, file: BundleFile, ctx: ClockContext, notes: list[str], meter: MatchMeter
+) -> list[Event]:
     source, window = file.rel, scan.window
-    family_cap = FamilyCap(scan.kernels, scan.cap)
+    family_cap = FamilyCap(scan.kernels, scan.cap, meter=meter)
     events: list[Event] = []
     untimed = outside = 0
     said: list[str] = []
     for hit, rules in capped_hits(file, scan.scanner, scan.kernels.keywords, family_cap, said):
         stamp, message = kernel_time(strip_ansi(hit.text), ctx)
-        matches = _matches(rules, message)
+        matches = meter.matches(rules, message)
         if not matches:
             continue
         if stamp is None:
@@ -274,11 +272,12 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner, parallel: P
     node_ctx = {node: _node_context(bundle, node, ctx) for node in sorted(bundle.kernels)}  # its notes said here
 
     def scan_share(share: Share) -> ShareScanned:
-        logs = [_scan_log_range(scan, part) for part in share.logs]
+        meter = MatchMeter()  # one a share: the time a family may take is the share's, whatever its files
+        logs = [_scan_log_range(scan, part, meter) for part in share.logs]
         kernels = []
         for node in share.kernels:
             said: list[str] = []
-            kernels.append((_scan_kernel(scan, node, bundle.kernels[node], node_ctx[node], said), said))
+            kernels.append((_scan_kernel(scan, node, bundle.kernels[node], node_ctx[node], said, meter), said))
         return ShareScanned(logs, kernels)
 
     shares = plan_shares(bundle, parallel or Parallel(cpus()))

@@ -5,13 +5,19 @@ family examines at most `limits.hits_per_family` lines per file; past that its r
 the file and its lines are only counted (said in `skipped`). When the hits that reach us are
 mostly for spent families, the file is scanned on from there without their keywords, so the
 rest of the file costs ripgrep's time, not Python's, and a crash after the flood is still found.
+
+Lines are not the only cost: RE2 is linear in a line, but a pattern whose DFA keeps needing new
+states (`[ab]*a[ab]{1000}c`, admitted by every static cap that admits the shipped pack) costs
+~100 ms an 8 KiB line. A family's patterns get MATCH_BUDGET_S of matching in a share; past it
+they are off for the share's rest, and the lines are counted as for the line cap.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 from slurm_hooks.bundle import BundleFile
 from slurm_hooks.rules import Rule
@@ -26,6 +32,9 @@ RESCAN_AFTER = 2000  # hits in a row for spent families before the scan goes on 
 # what it could before: 13.7 s of a 30 s Epilog, 0.8 GiB, on 2 cores (tests/test_hostile_scale.py).
 HITS_PER_NODE = 32
 MAX_GROWTH = 4
+# Seconds of pattern matching a family may spend in one share (a process's files). A shipped family
+# spends under 0.5 s on 40,000 lines of a dense log; a hostile one stops here, whatever its lines.
+MATCH_BUDGET_S = 2.0
 
 
 def log_cap(hits_per_family: int, nodes: int) -> tuple[int, str]:
@@ -60,13 +69,40 @@ class KeywordIndex:
         return [self.rules[i] for i in order]
 
 
+@dataclass
+class MatchMeter:
+    """The time each family's patterns took in one share; a family past `budget` is off for its rest."""
+
+    budget: float = MATCH_BUDGET_S
+    clock: Callable[[], float] = time.perf_counter
+    spent: dict[str, float] = field(default_factory=dict)
+    off: set[str] = field(default_factory=set)
+
+    def matches(self, rules: Iterable[Rule], body: str) -> list[tuple[Rule, dict[str, str]]]:
+        """(rule, fields) of each rule matching `body` whose family still has time left."""
+        found = []
+        for rule in rules:
+            if rule.family in self.off:
+                continue
+            start = self.clock()
+            fields = rule.search(body)
+            spent = self.spent[rule.family] = self.spent.get(rule.family, 0.0) + self.clock() - start
+            if spent > self.budget:
+                self.off.add(rule.family)
+            if fields is not None:
+                found.append((rule, fields))
+        return found
+
+
 class FamilyCap:
-    def __init__(self, index: KeywordIndex | None, cap: int, why: str = "") -> None:
+    def __init__(self, index: KeywordIndex | None, cap: int, why: str = "", meter: MatchMeter | None = None) -> None:
         self.index = index
         self.cap = cap
         self.why = why or f"limits.hits_per_family={cap}"
+        self.meter = meter
         self.examined: Counter[str] = Counter()
         self.cut: Counter[str] = Counter()
+        self.slow: Counter[str] = Counter()  # lines of families the meter turned off
 
     def candidates(self, line: str) -> list[Rule]:
         """Rules with a keyword in `line` whose family still has work left; counts the line."""
@@ -77,8 +113,12 @@ class FamilyCap:
     def admit(self, families: Iterable[str]) -> set[str]:
         """Counts a line for `families`: those whose work is spent, it is cut for (counted only)."""
         spent = set()
+        off = self.meter.off if self.meter else ()
         for family in families:
-            if self.examined[family] >= self.cap:
+            if family in off:
+                self.slow[family] += 1
+                spent.add(family)
+            elif self.examined[family] >= self.cap:
                 self.cut[family] += 1
                 spent.add(family)
             else:
@@ -87,13 +127,22 @@ class FamilyCap:
 
     def live_keywords(self, keywords: Sequence[str]) -> list[str]:
         rules = self.index.rules if self.index else []
-        live = {k for r in rules if self.examined[r.family] < self.cap for k in r.keywords}
+        off = self.meter.off if self.meter else ()
+        live = {k for r in rules if self.examined[r.family] < self.cap and r.family not in off for k in r.keywords}
         return [k for k in keywords if k in live]
 
     def notes(self, source: str) -> list[str]:
         return [
             f"{source}: {n} more '{family}' lines counted, not examined ({self.why})"
             for family, n in sorted(self.cut.items())
+        ] + [f"{source}: {n}" for n in self.slow_notes()]
+
+    def slow_notes(self) -> list[str]:
+        budget = self.meter.budget if self.meter else MATCH_BUDGET_S
+        return [
+            f"{n} more '{family}' lines counted, not examined (its patterns took over {budget:g} s of matching: "
+            "too costly for these lines)"
+            for family, n in sorted(self.slow.items())
         ]
 
 

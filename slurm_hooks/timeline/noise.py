@@ -24,10 +24,18 @@ def strip_ansi(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` without escapes, every other control byte (also `\\r`) shown as `?`: safe on a terminal."""
+    """`text` without escapes, every other control byte (also `\\r`) shown as `?`: safe on a terminal.
+
+    Unicode's invisible characters go the same way (format: bidi overrides and isolates, zero-width
+    marks; line and paragraph separators; unassigned), so a log line cannot reorder or hide what
+    an operator reads ("Trojan Source", CVE-2021-42574). Tabs stay.
+    """
     if text.isprintable():  # no control character at all (every escape starts with one): most lines
         return text
-    return _CONTROL.sub("?", strip_ansi(text))
+    cleaned = _CONTROL.sub("?", strip_ansi(text))
+    if cleaned.isprintable() or ("\t" in cleaned and cleaned.replace("\t", " ").isprintable()):
+        return cleaned  # only C0/C1 controls and escapes: the common slow path, at C speed
+    return "".join(c if c.isprintable() or c == "\t" else "?" for c in cleaned)
 
 
 def segments(text: str) -> list[str]:

@@ -1,0 +1,112 @@
+"""Retention of per-job directories (the spool's `jobs/<id>`, the flight recorder's `<dir>/<id>`):
+bounded per run, incremental, and never a job that is still running.
+
+Each run has a deadline (time.monotonic()) and stops there; whatever it left is said, and the next
+run goes on: a directory whose removal was cut short is renamed with core/prune_tree.py's PRUNING
+mark first (its mtime changes as it is emptied, so its age could no longer say it must go), and
+marked ones go before any other. Removal itself is core/prune_tree.py's: no recursion, no link
+followed, a user's tree deleted as that user.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import stat
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slurm_hooks.core.nofollow import opened_dir
+from slurm_hooks.core.prune_tree import PRUNING, prune_entry
+from slurm_hooks.core.treewalk import tree_size
+
+PRUNE_S = 5.0  # what one spool prune may take when its caller gives no deadline (the Epilog's budget is 30 s)
+
+
+@dataclass
+class PruneReport:
+    removed: list[str] = field(default_factory=list)  # job dirs that are gone
+    links_removed: list[str] = field(default_factory=list)  # planted links at jobs/<id>: the link only
+    failed: dict[str, str] = field(default_factory=dict)  # job dirs still there, and why
+    left: list[str] = field(default_factory=list)  # what this run stopped short of (the next run goes on)
+
+
+def remove_doomed(parent: int, names: Sequence[str], deadline: float, report: PruneReport) -> None:
+    """Remove each of `names` in `parent`, in order, until `deadline`; what is left is said."""
+    for i, name in enumerate(names):
+        if time.monotonic() > deadline:
+            report.left.append(f"{len(names) - i} dir(s) left for the next run (deadline)")
+            return
+        removal = prune_entry(parent, name, deadline)
+        if removal.gone:
+            report.removed.append(name.removeprefix(PRUNING))
+        else:
+            report.failed[name.removeprefix(PRUNING)] = removal.left
+
+
+def prune_jobs(
+    root: Path, retention_days: int, max_mb: int, now: float, live: Collection[str], deadline: float | None
+) -> PruneReport:
+    """The spool's `jobs/`: dirs past retention, then the oldest until the rest fits in `max_mb`.
+
+    Listing, sizing and removing each get a third of the time to `deadline` (a listing cut short
+    still lets the age rule act on what it listed). Sizes are summed from the newest back, only
+    until `max_mb` is reached: everything older goes, unmeasured. Jobs in `live` are kept."""
+    report = PruneReport()
+    start = time.monotonic()
+    deadline = start + PRUNE_S if deadline is None else deadline
+    third = max(0.0, deadline - start) / 3  # none of the three can starve the next
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = stack.enter_context(opened_dir(root, ["jobs"]))
+        except FileNotFoundError:  # no job yet
+            return report
+        entries, listed = _job_dirs(fd, start + third, report)
+        marked = [name for _, name in entries if name.startswith(PRUNING)]  # a run cut short: going on
+        entries = [e for e in entries if not e[1].startswith(PRUNING)]
+        expired = bisect.bisect_left(entries, now - retention_days * 86400, key=lambda e: e[0])
+        over = _oldest_over(fd, entries, max_mb << 20, start + 2 * third) if listed else None
+        if over is None and listed:
+            report.left.append("spool size not measured within the deadline: spool_max_mb waits for the next run")
+        doomed = [name for _, name in entries[: max(expired, over or 0)] if name not in live]
+        remove_doomed(fd, marked + doomed, deadline, report)
+    return report
+
+
+def _job_dirs(fd: int, deadline: float, report: PruneReport) -> tuple[list[tuple[float, str]], bool]:
+    """(mtime, name) of each job dir, oldest first, and whether the listing finished in time; a
+    link at `jobs/<id>` is removed on the way (nothing of ours is a link: the link, never its target)."""
+    entries: list[tuple[float, str]] = []
+    with os.scandir(fd) as listing:
+        for entry in listing:
+            if time.monotonic() > deadline:
+                report.left.append("jobs/ not listed to its end within its share of the deadline")
+                return sorted(entries), False
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.name, dir_fd=fd)
+                report.links_removed.append(entry.name)
+            elif stat.S_ISDIR(st.st_mode):
+                entries.append((st.st_mtime, entry.name))
+    return sorted(entries), True
+
+
+def _oldest_over(fd: int, entries: list[tuple[float, str]], max_bytes: int, deadline: float) -> int | None:
+    """How many of the oldest job dirs must go for the rest to fit in `max_bytes` (the newest
+    kept first); None when the deadline comes before that is known."""
+    total = 0
+    for i in range(len(entries) - 1, -1, -1):
+        size = tree_size(fd, entries[i][1], deadline)
+        if size is None:
+            return None
+        total += size
+        if total > max_bytes:
+            return i + 1
+    return 0

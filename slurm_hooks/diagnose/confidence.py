@@ -1,0 +1,126 @@
+"""How sure a diagnosis is (log-signatures §8.28, issue 28 "never confidently wrong").
+
+`details.confidence` = {"level": "high" | "low", "reasons": [...]}: high where the rules decide
+without a tie-break or a guess; low, with each reason, where
+- the root of a node verdict rests on text the job's user could have written alone (trust.py):
+  then, on a job of several nodes, the node is not named at all, only listed as a candidate;
+- the root rests on absence (the ranks that printed nothing: printing is the job's choice);
+- the faults cannot be ordered (a line without a time stamp, clocks too close): each is a
+  candidate (`details.candidates`), the verdict the one the rules prefer;
+- Slurm records the job COMPLETED 0:0 and only the job's own output shows the crash;
+- the node's kernel logged a device fault (Xid, OOM kill, link) seconds from the first fault that
+  did not decide: it is listed in `details.companions`, never hidden.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slurm_hooks.diagnose.context import Context
+from slurm_hooks.diagnose.result import fault_record
+from slurm_hooks.diagnose.trust import NODE_LABELS, block_node, is_kernel, witnessed_by
+from slurm_hooks.diagnose.verdict import Verdict
+from slurm_hooks.timeline.events import Event
+
+MAX_CANDIDATES = 8
+
+
+def settle(ctx: Context, v: Verdict, concurrent: list[Event]) -> bool:
+    """`details.confidence` (and `details.candidates`); withholds a node verdict's root no witness
+    names, and says whether it did (the summary then names no node either)."""
+    withheld = False
+    reasons: list[str] = []
+    candidates: list[dict[str, Any]] = []
+    if v.label in NODE_LABELS and v.node is not None and not _witness(ctx, v, v.node):
+        fault = fault_record(v.fault) if v.fault is not None else None
+        candidates.append({"label": v.label, "node": v.node, "rank": v.rank, "basis": "job_output", "fault": fault})
+        if len(ctx.ranks.nodes) > 1:
+            reasons.append(
+                f"{v.node} is named for {v.label} only by the job's own output (no kernel line of that node, "
+                "no Slurm record, no srun task label says so): not taken as the root node"
+            )
+            v.node, v.rank, withheld = None, None, True
+        else:
+            reasons.append(f"{v.label} rests on the job's own output alone (no kernel line, no Slurm record)")
+    if v.node is not None and _by_absence(v):
+        reasons.append(
+            f"root {v.node} found by absence: its ranks never reported the timeout (whether a rank prints is "
+            "the job's choice), nothing shows it failed"
+        )
+    if concurrent and v.fault is not None:
+        unstamped = any(e.time is None for e in [v.fault, *concurrent])
+        reasons.append(
+            "faults the clocks cannot order"
+            + (" (a line without a time stamp)" if unstamped else "")
+            + f": {v.label} chosen by the rules' preference; each is listed in candidates"
+        )
+        candidates += [_candidate(ctx, e) for e in [v.fault, *concurrent]]
+    if "masked_by_exit" in v.details and not any(is_kernel(e) for e in (v.crash.sightings if v.crash else [])):
+        reasons.append("Slurm records COMPLETED 0:0; only the job's own output shows the crash")
+    if companions := _companions(ctx, v, concurrent):
+        v.details["companions"] = [fault_record(e) for e in companions[:MAX_CANDIDATES]]
+        reasons.append(
+            f"the node's kernel logged {', '.join(sorted({ctx.label_of(e) for e in companions}))} within "
+            f"{ctx.pack.ordering.crash_merge_s:g} s of it: its cause or its companion (listed in companions)"
+        )
+    v.details["confidence"] = {"level": "low" if reasons else "high", "reasons": reasons}
+    if candidates:
+        v.details["candidates"] = candidates[:MAX_CANDIDATES]
+    return withheld
+
+
+def _witness(ctx: Context, v: Verdict, node: str) -> bool:
+    """A line of the verdict's label that a witness the user cannot write ties to `node` (trust.py)."""
+    job = ctx.bundle.job
+    for ev in ctx.events:
+        if ev is not v.fault and ctx.label_of(ev) != v.label and not (v.label == "gpu_xid" and ctx.has(ev, "xid")):
+            continue
+        if ctx.has(ev, "xid") and not ctx.is_primary(ev):
+            continue
+        if id(ev) in ctx.weak and is_kernel(ev):  # another job's process on a shared node (witness.py)
+            continue
+        peer = ctx.ranks.names.canonical(ev.fields.get("peer"))
+        # where the task ran: Slurm's numbers first, else the task map the logs gave
+        task_node = (block_node(job, ev.task) or ctx.ranks.task_nodes.get(ev.task)) if ev.task is not None else None
+        if witnessed_by(job, ev, v.label, node, peer, task_node):
+            return True
+    return False
+
+
+def _companions(ctx: Context, v: Verdict, concurrent: list[Event]) -> list[Event]:
+    """Device and kernel faults (Xid, OOM kill, link) the node's kernel logged seconds from the first
+    fault that did not decide: its cause or its companion, reported, never hidden (issue 28, item 8)."""
+    if v.fault is None:
+        return []
+    node = v.node or v.fault.node
+    listed = {id(v.fault), *(id(e) for e in concurrent)}
+    return [
+        e
+        for e in ctx.events
+        if is_kernel(e)
+        and id(e) not in listed
+        and e.node == node
+        and ctx.is_primary(e)
+        and not ctx.has(e, "crash")
+        and ctx.label_of(e) != v.label
+        and ctx.order.near(e, v.fault, ctx.merge_span)
+    ]
+
+
+def _by_absence(v: Verdict) -> bool:
+    """The root came from the silent ranks, not from a line or a dump naming it."""
+    if v.crash is not None and v.crash.by_silence:
+        return True
+    flight = v.details.get("flight_recorder", {})
+    return v.basis == "symptom" and bool(v.details.get("silent_ranks")) and not flight.get("decided_root")
+
+
+def _candidate(ctx: Context, ev: Event) -> dict[str, Any]:
+    rec = fault_record(ev)
+    return {
+        "label": ctx.label_of(ev),
+        "node": rec["node"],
+        "rank": rec["rank"],
+        "basis": ev.source.split("/", 1)[0],
+        "fault": rec,
+    }
