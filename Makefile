@@ -41,7 +41,8 @@ PROPERTY_TESTS := tests/test_annotation.py tests/test_slurm_client.py tests/test
 	tests/test_bundle_limits.py tests/test_clocks_properties.py tests/test_hostile_scale.py \
 	tests/test_config_hostile.py tests/test_rules_hostile.py tests/test_rules_selective.py tests/test_forged_lines.py \
 	tests/test_prune_hostile.py tests/test_outputs_hostile.py tests/test_report_hostile.py tests/test_sandbox.py \
-	tests/test_untrusted_parse.py tests/test_runs.py tests/test_verdict_witness.py tests/test_redteam.py
+	tests/test_untrusted_parse.py tests/test_runs.py tests/test_verdict_witness.py tests/test_redteam.py tests/test_redteam2.py \
+	tests/test_rt2_witness.py tests/test_rt2fix_bounds.py
 reliability: venv pyslurm  ## property tests at full strength, then the fault matrix on the real dev cluster -> docs/reliability.md (needs root; builds pyslurm once: its rows run both backends)
 	mkdir -p bench/out; rm -f bench/out/reliability.jsonl
 	RELIABILITY_OUT=bench/out/reliability.jsonl HYPOTHESIS_PROFILE=reliability \

@@ -38,8 +38,16 @@ PROPERTY_MODULES = (
     "test_untrusted_parse",
     "test_runs",
     "test_verdict_witness",
+    "test_redteam",
+    "test_redteam2",
+    "test_rt2_witness",
+    "test_rt2fix_bounds",
 )
-RED_TEAM = Path(__file__).parent / "test_redteam.py"
+# The red teams' attacks (issue 27): each file one round, written from the docs and code alone.
+RED_TEAMS = (
+    ("first round, against the code before the fixes", Path(__file__).parent / "test_redteam.py"),
+    ("second round, held out: against the fixed code", Path(__file__).parent / "test_redteam2.py"),
+)
 
 
 @dataclass(frozen=True)
@@ -131,13 +139,14 @@ def table(rows_path: Path, junit_path: Path) -> str:
             skipped = case.find("skipped") is not None
             result = "**FAILED**" if failed else "skipped" if skipped else "passed"
             lines.append(f"| {module}::{case.get('name')} | {result} | {float(case.get('time', 0)):.2f} s |")
-    return "\n".join(lines + _red_team(junit_path)) + "\n"
+    red = [line for title, path in RED_TEAMS for line in _red_team(title, path, junit_path)]
+    return "\n".join(lines + red) + "\n"
 
 
-def _red_team(junit_path: Path) -> list[str]:
-    """One row per attack of tests/test_redteam.py: what it tries (its docstring), the promise it
-    holds the code to, how it fared on the commit it was written against, and in this run."""
-    tree = ast.parse(RED_TEAM.read_text())
+def _red_team(title: str, path: Path, junit_path: Path) -> list[str]:
+    """One row per attack of a red team's file: what it tries (its docstring), the promise it
+    holds the code to, how it fared on the code it was written against, and in this run."""
+    tree = ast.parse(path.read_text())
     before = next(
         ast.literal_eval(n.value)
         for n in tree.body
@@ -146,23 +155,24 @@ def _red_team(junit_path: Path) -> list[str]:
     now: dict[str, str] = {}
     if junit_path.exists():
         for case in ET.parse(junit_path).iter("testcase"):
-            if case.get("classname", "").endswith("test_redteam"):
+            if case.get("classname", "").endswith(path.stem):
                 failed = case.find("failure") is not None or case.find("error") is not None
-                now[case.get("name", "")] = "**BROKE**" if failed else "held"
+                name = case.get("name", "").split("[")[0]  # a parametrized attack: broke if any form broke
+                now[name] = "**BROKE**" if failed or now.get(name) == "**BROKE**" else "held"
     lines = [
         "",
-        f"## Red team (issue 27): attacks written from the docs and code alone, against {before['commit']}",
+        f"## Red team (issue 27), {title} ({before['commit']})",
         "",
         "| attack | what it tries | promise | then | now |",
         "|---|---|---|---|---|",
     ]
-    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_rt_")):
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_rt")):
         doc = " ".join((ast.get_docstring(fn) or "").split())
         tries = re.search(r"Tries?:\s*(.*?)\s*(?:Promises?:|$)", doc)
         promise = re.findall(r"P-[a-z]+", doc.partition("Promise")[2])
         number = fn.name.split("_")[2]
         lines.append(
-            f"| {fn.name.removeprefix('test_rt_')} | {(tries.group(1) if tries else doc)[:160].replace('|', '/')} | "
+            f"| {fn.name.split('_', 2)[2]} | {(tries.group(1) if tries else doc)[:160].replace('|', '/')} | "
             f"{', '.join(dict.fromkeys(promise)) or '-'} | {'**BROKE**' if number in before['broke'] else 'held'} | "
             f"{now.get(fn.name, 'not run')} |"
         )

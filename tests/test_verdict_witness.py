@@ -61,6 +61,10 @@ TEXT_ONLY = {  # the job's own output alone, naming the healthy n2
     "srun_oom_line_printed_by_a_task": "1: srun: error: n2: task 1: Out Of Memory\n",
     "slurmstepd_oom_unlabelled": "slurmstepd-n2: error: Detected 1 oom_kill event in StepId=42.0.\n"
     "srun: error: n2: task 1: Out Of Memory\n",
+    # a task prefix is the job's text too: every line of a file the job writes can carry one (rt2_01)
+    "port_error_every_line_labelled": "4: n2:123:456 [0] NCCL INFO Init COMPLETE\n"
+    "4: n2:123:456 [0] NCCL INFO NET/IB : Got async event : port error\n",
+    "slurmstepd_oom_labelled": "1: slurmstepd-n2: error: Detected 1 oom_kill event in StepId=42.0.\n",
 }
 
 
@@ -70,13 +74,21 @@ def test_text_alone_never_names_a_node_for_a_node_verdict(tmp_path: Path, pack, 
     _not_pinned_on_n2(d)
 
 
-def test_a_labelled_task_cannot_move_itself_to_another_node(tmp_path: Path, pack) -> None:
-    """srun's label says task 0 printed the line; Slurm's block distribution of 8 tasks over 2
-    nodes puts task 0 on n1, so its claim to be n2 is its own word (task 4's would be n2's)."""
-    line = "{t}: n2:123:456 [0] NCCL INFO NET/IB : Got async event : port error\n"
-    _not_pinned_on_n2(_diagnose(tmp_path / "t0", line.format(t=0), pack, ntasks=8))
-    d = _diagnose(tmp_path / "t4", line.format(t=4), pack, ntasks=8)
-    assert (d.label, d.root_node, _level(d)) == ("fabric_error", "n2", "high")
+@pytest.mark.parametrize("task", [0, 4])
+def test_slurms_task_layout_does_not_make_a_task_label_a_witness(tmp_path: Path, pack, task: int) -> None:
+    """Slurm's block distribution of 8 tasks over 2 nodes puts task 4 on n2 and task 0 on n1; either
+    way the layout says where task N ran, not that task N printed a line that starts `N: ` (rt2_02)."""
+    line = f"{task}: n2:123:456 [0] NCCL INFO NET/IB : Got async event : port error\n"
+    _not_pinned_on_n2(_diagnose(tmp_path, line, pack, ntasks=8))
+
+
+@pytest.mark.parametrize("state", [{"state": "OUT_OF_MEMORY"}, {"state": "FAILED", "exit_code": "0:125"}])
+def test_slurms_record_gives_the_label_never_the_node(tmp_path: Path, pack, state: dict) -> None:
+    """Accounting agrees on oom_killed; which node is the job's text (rt2_03): a candidate, low."""
+    log = "slurmstepd-n2: error: Detected 1 oom_kill event in StepId=42.0.\nsrun: error: n2: task 1: Out Of Memory\n"
+    d = _diagnose(tmp_path, log, pack, **state)
+    assert d.label == "oom_killed", (d.label, d.details)
+    _not_pinned_on_n2(d)
 
 
 def _not_pinned_on_n2(d) -> None:
@@ -88,10 +100,25 @@ def _not_pinned_on_n2(d) -> None:
 
 GENUINE = {  # the same verdicts where a witness the user cannot write names n2
     "kernel_oom_kill_on_n2": ("srun: error: n2: task 1: Out Of Memory\n", {"n2": OOM_KILL}, {}, "oom_killed"),
-    "slurm_records_oom": ("srun: error: n2: task 1: Out Of Memory\n", None, {"state": "OUT_OF_MEMORY"}, "oom_killed"),
-    "port_error_from_srun_task_on_n2": (
-        "4: n2:123:456 [0] NCCL INFO Init COMPLETE\n4: n2:123:456 [0] NCCL INFO NET/IB : Got async event : port error\n",
+    # a job of one node: the record gives the label, Slurm's node list the node
+    "slurm_records_oom_one_node": (
+        "srun: error: n2: task 1: Out Of Memory\n",
         None,
+        {"state": "OUT_OF_MEMORY", "nodes": ["n2"], "batch_host": "n2"},
+        "oom_killed",
+    ),
+    "slurm_records_node_fail_one_node": (
+        "srun: error: Node failure on n2\n",
+        None,
+        {"state": "NODE_FAIL", "exit_code": "0:0", "nodes": ["n2"], "batch_host": "n2"},
+        "node_fail",
+    ),
+    "port_error_and_n2_kernel_link_down": (
+        "4: n2:123:456 [0] NCCL INFO NET/IB : Got async event : port error\n",
+        {
+            "n2": "2026-01-05T10:30:00.000000+00:00 n2 kernel: mlx5_core 0000:1b:00.0: Port module event: "
+            "module 0, Cable unplugged\n"
+        },
         {},
         "fabric_error",
     ),

@@ -4,8 +4,15 @@ bounded per run, incremental, and never a job that is still running.
 Each run has a deadline (time.monotonic()) and stops there; whatever it left is said, and the next
 run goes on: a directory whose removal was cut short is renamed with core/prune_tree.py's PRUNING
 mark first (its mtime changes as it is emptied, so its age could no longer say it must go), and
-marked ones go before any other. Removal itself is core/prune_tree.py's: no recursion, no link
+marked ones go on in every run. Removal itself is core/prune_tree.py's: no recursion, no link
 followed, a user's tree deleted as that user.
+
+Nothing the user controls steers a run. A directory's age is `stamp`: min(mtime, ctime), since its
+owner may set the mtime anywhere (utime to 2099) but not the ctime, which any change sets to now.
+Each removal gets a fair share of what is left of the deadline (`remove_doomed`), never all of it:
+a child its owner stops (SIGSTOP: it runs as their uid) costs that share, and the rest go on.
+Marked directories come after the unmarked expired ones, the longest-marked first: a removal that
+failed last time cannot go first in every run.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from slurm_hooks.core.prune_tree import PRUNING, prune_entry
 from slurm_hooks.core.treewalk import tree_size
 
 PRUNE_S = 5.0  # what one spool prune may take when its caller gives no deadline (the Epilog's budget is 30 s)
+MIN_SLICE_S = 0.25  # one removal's least share of a run: many small dirs are not each cut short at once
 
 
 @dataclass
@@ -34,13 +42,28 @@ class PruneReport:
     left: list[str] = field(default_factory=list)  # what this run stopped short of (the next run goes on)
 
 
+def stamp(st: os.stat_result) -> float:
+    """The age retention acts on: the owner can set a mtime forward, not a ctime (see above)."""
+    return min(st.st_mtime, st.st_ctime)
+
+
+def doomed_order(doomed: Sequence[tuple[float, str]]) -> list[str]:
+    """(stamp, name) pairs as remove_doomed takes them: the unmarked oldest first, then the marked,
+    the longest-marked (oldest stamp: working on one makes it new) first."""
+    return [name for _, _, name in sorted((name.startswith(PRUNING), when, name) for when, name in doomed)]
+
+
 def remove_doomed(parent: int, names: Sequence[str], deadline: float, report: PruneReport) -> None:
-    """Remove each of `names` in `parent`, in order, until `deadline`; what is left is said."""
+    """Remove each of `names` in `parent`, in order, until `deadline`; each gets an equal share of
+    what is left, MIN_SLICE_S at least (one its owner stalls cannot take the others' time); what
+    is left is said."""
     for i, name in enumerate(names):
-        if time.monotonic() > deadline:
+        start = time.monotonic()
+        if start > deadline:
             report.left.append(f"{len(names) - i} dir(s) left for the next run (deadline)")
             return
-        removal = prune_entry(parent, name, deadline)
+        share = max((deadline - start) / (len(names) - i), MIN_SLICE_S)
+        removal = prune_entry(parent, name, min(deadline, start + share))
         if removal.gone:
             report.removed.append(name.removeprefix(PRUNING))
         else:
@@ -65,19 +88,19 @@ def prune_jobs(
         except FileNotFoundError:  # no job yet
             return report
         entries, listed = _job_dirs(fd, start + third, report)
-        marked = [name for _, name in entries if name.startswith(PRUNING)]  # a run cut short: going on
+        marked = [e for e in entries if e[1].startswith(PRUNING)]  # a run cut short: going on
         entries = [e for e in entries if not e[1].startswith(PRUNING)]
         expired = bisect.bisect_left(entries, now - retention_days * 86400, key=lambda e: e[0])
         over = _oldest_over(fd, entries, max_mb << 20, start + 2 * third) if listed else None
         if over is None and listed:
             report.left.append("spool size not measured within the deadline: spool_max_mb waits for the next run")
-        doomed = [name for _, name in entries[: max(expired, over or 0)] if name not in live]
-        remove_doomed(fd, marked + doomed, deadline, report)
+        doomed = [e for e in entries[: max(expired, over or 0)] if e[1] not in live]
+        remove_doomed(fd, doomed_order(doomed + marked), deadline, report)
     return report
 
 
 def _job_dirs(fd: int, deadline: float, report: PruneReport) -> tuple[list[tuple[float, str]], bool]:
-    """(mtime, name) of each job dir, oldest first, and whether the listing finished in time; a
+    """(stamp, name) of each job dir, oldest first, and whether the listing finished in time; a
     link at `jobs/<id>` is removed on the way (nothing of ours is a link: the link, never its target)."""
     entries: list[tuple[float, str]] = []
     with os.scandir(fd) as listing:
@@ -94,7 +117,7 @@ def _job_dirs(fd: int, deadline: float, report: PruneReport) -> tuple[list[tuple
                     os.unlink(entry.name, dir_fd=fd)
                 report.links_removed.append(entry.name)
             elif stat.S_ISDIR(st.st_mode):
-                entries.append((st.st_mtime, entry.name))
+                entries.append((stamp(st), entry.name))
     return sorted(entries), True
 
 

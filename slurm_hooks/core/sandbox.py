@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import functools
+import importlib
 import json
 import os
 import resource
@@ -38,6 +39,9 @@ from slurm_hooks.core.proc import kill_group, killed_on_hook_exit
 _MEMORY_EXIT = 86  # the child's exit status when the parse ran out of its address space
 _OWNER_EXIT = 87  # ... when it could not become the input's owner
 _PR_SET_PDEATHSIG = 1
+# Modules the parses import lazily, deep in the stdlib: importlib.resources opens a package's files
+# (the built-in rule pack) through importlib.readers; a bundle's tarball needs its codecs.
+PRELOAD = ("importlib.resources", "importlib.readers", "tarfile", "gzip", "zlib", "bz2", "lzma")
 _CHUNK = 1 << 16
 NOGROUP = 65534  # the group a child runs as when the input's group is root's
 
@@ -81,8 +85,10 @@ def run_parse(
 ) -> Parsed:
     """`parse()` in a bounded child, as `owner` where this process is root and the owner is not.
     A child that becomes the owner holds none of root's descriptors (the hook log, the spool)
-    but the pipe and `keep`: the parse reads only what it was given."""
+    but the pipe and `keep`, its stdio on /dev/null: the parse reads only what it was given."""
     _libc()  # loaded here, once: each child would load it again
+    if _dropping(owner):
+        _preload()
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
@@ -191,6 +197,7 @@ def _child(
         try:
             if _dropping(owner):
                 _close_all_but(write_end, *keep)
+                _quiet_stdio()
             _become(owner)
         except OSError:
             os._exit(_OWNER_EXIT)
@@ -250,6 +257,33 @@ def _close_all_but(*keep: int) -> None:
     for fd in fds - {0, 1, 2, *keep}:
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+def _quiet_stdio() -> None:
+    """0, 1 and 2 onto /dev/null: root's stdio (the hook log, an operator's terminal) is root's
+    descriptor like any other, and the owner's child writes nowhere but the pipe."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        null = -1
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            if null >= 0 and null != fd:
+                os.dup2(null, fd)
+            elif null < 0:
+                os.close(fd)
+    if null > 2:
+        os.close(null)
+
+
+@functools.cache
+def _preload() -> None:
+    """Import, as root and before any fork, what a parse imports lazily (PRELOAD): a child that
+    became the owner may not read the interpreter's own files (a venv under /root), and an import
+    after the drop would end the parse with ModuleNotFoundError instead of an answer."""
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):  # not built into this Python (lzma): no parse needs it then
+            importlib.import_module(name)
 
 
 def _die_with_parent() -> None:

@@ -31,6 +31,12 @@ RESERVED_BYTES = 2048  # room for any entry (a record is at most MAX_RECORD)
 RESERVATION_TTL_S = 3600.0  # a reservation older than this was left by a hook that died
 MAX_ENTRY_BYTES = 64 << 10
 MAX_ENV_VALUE = 4096  # one environment value of an undecided entry (paths, the user's comment)
+# What `queue_undecided` writes is read back whatever the job gave it (`undecided_doc`): each env
+# value, as JSON (a character takes up to 12 bytes there: an emoji's escaped surrogate pair), gets
+# an equal share of MAX_ENTRY_BYTES less the reason at its longest and room for keys and numbers.
+_FRAME_BYTES = 1024  # the keys (ENV_VARS' names, under 32 characters each), the job id, queued_at, braces
+ENV_VALUE_BYTES = (MAX_ENTRY_BYTES - 12 * MAX_RECORD - _FRAME_BYTES) // len(ENV_VARS)
+CUT = "[cut]"  # ends a value cut to fit: never taken for the whole of it
 _NAME = re.compile(r"([0-9]{1,20})\.json")  # fullmatch: `$` would take a name ending in a newline
 _RECORD = re.compile(r"[\x20-\x7e]*")  # fullmatch: one printable line, sacct -P output stays parseable
 
@@ -80,6 +86,28 @@ def _undecided(job_id: str, doc: dict[str, Any]) -> Undecided:
     ):
         raise InvalidEntry("undecided: env is not the job's environment as slurm-hooks keeps it")
     return Undecided(job_id, dict(env), reason, _time(doc["queued_at"], "queued_at"))
+
+
+def undecided_doc(item: Undecided) -> dict[str, Any]:
+    """`item` as queue_undecided writes it: every value cut (with CUT) to what `_undecided` and
+    parse_entry accept, so the entry is read back, never quarantined, whatever the job's comment or
+    paths hold (a run queued undecided must be decided)."""
+    env = {k: _cut(v, min(MAX_ENV_VALUE, ENV_VALUE_BYTES)) for k, v in item.env.items() if k in ENV_VARS}
+    reason = _cut(item.reason, MAX_RECORD)
+    return {"job_id": item.job_id, "undecided": reason, "env": env, "queued_at": item.queued_at}
+
+
+def _cut(value: str, limit: int) -> str:
+    """`value`, or its longest head that with CUT is at most `limit` characters and `limit` bytes as JSON."""
+    if len(value) <= limit and len(json.dumps(value)) - 2 <= limit:
+        return value
+    room, head = limit - len(CUT), 0
+    for ch in value:
+        room -= len(json.dumps(ch)) - 2
+        if room < 0:
+            break
+        head += 1
+    return value[:head] + CUT
 
 
 def _same_run(item: OutboxEntry | Reservation | Undecided, run: RunId) -> bool:
@@ -183,7 +211,7 @@ class Outbox:
         entry, or the record a flush decided meanwhile); a previous run's entry or a reservation is
         replaced. Every node of the run may call this: one entry results. True when written."""
         name = f"{item.job_id}.json"
-        doc = {"job_id": item.job_id, "undecided": item.reason, "env": item.env, "queued_at": item.queued_at}
+        doc = undecided_doc(item)
         with self._dir() as fd:
             try:
                 if _same_run(parse_entry(name, read_at(fd, name, MAX_ENTRY_BYTES)), run):

@@ -258,7 +258,8 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
         v.node = v.rank = None
     elif v.node is None:
         v.node = _only_node(ctx)  # one node: it is the root whenever the label has one (§8.14)
-    withheld = settle(ctx, v, concurrent)  # how sure, and a node verdict's root only on a witness (§8.28)
+    # how sure, and a node verdict's root only on a witness (§8.28)
+    withheld = settle(ctx, v, concurrent, timeline.unexamined)
     if withheld:
         summary_node = None
     facts, note = _facts(ctx, v.node)

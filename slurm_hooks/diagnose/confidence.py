@@ -18,16 +18,17 @@ from typing import Any
 
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.result import fault_record
-from slurm_hooks.diagnose.trust import NODE_LABELS, block_node, is_kernel, witnessed_by
+from slurm_hooks.diagnose.trust import NODE_LABELS, is_kernel, witnessed_by
 from slurm_hooks.diagnose.verdict import Verdict
 from slurm_hooks.timeline.events import Event
 
 MAX_CANDIDATES = 8
 
 
-def settle(ctx: Context, v: Verdict, concurrent: list[Event]) -> bool:
+def settle(ctx: Context, v: Verdict, concurrent: list[Event], unexamined: list[str]) -> bool:
     """`details.confidence` (and `details.candidates`); withholds a node verdict's root no witness
-    names, and says whether it did (the summary then names no node either)."""
+    names, and says whether it did (the summary then names no node either). `unexamined`: the
+    timeline's notes of lines a work cap counted without matching (a fault may be among them)."""
     withheld = False
     reasons: list[str] = []
     candidates: list[dict[str, Any]] = []
@@ -36,8 +37,8 @@ def settle(ctx: Context, v: Verdict, concurrent: list[Event]) -> bool:
         candidates.append({"label": v.label, "node": v.node, "rank": v.rank, "basis": "job_output", "fault": fault})
         if len(ctx.ranks.nodes) > 1:
             reasons.append(
-                f"{v.node} is named for {v.label} only by the job's own output (no kernel line of that node, "
-                "no Slurm record, no srun task label says so): not taken as the root node"
+                f"{v.node} is named for {v.label} only by the job's own output (no kernel line of that node "
+                "says so; Slurm's record may give the label, never the node): not taken as the root node"
             )
             v.node, v.rank, withheld = None, None, True
         else:
@@ -47,6 +48,7 @@ def settle(ctx: Context, v: Verdict, concurrent: list[Event]) -> bool:
             f"root {v.node} found by absence: its ranks never reported the timeout (whether a rank prints is "
             "the job's choice), nothing shows it failed"
         )
+    concurrent = [e for e in concurrent if _could_decide(ctx, e)]  # forged node faults order nothing
     if concurrent and v.fault is not None:
         unstamped = any(e.time is None for e in [v.fault, *concurrent])
         reasons.append(
@@ -63,6 +65,14 @@ def settle(ctx: Context, v: Verdict, concurrent: list[Event]) -> bool:
             f"the node's kernel logged {', '.join(sorted({ctx.label_of(e) for e in companions}))} within "
             f"{ctx.pack.ordering.crash_merge_s:g} s of it: its cause or its companion (listed in companions)"
         )
+    if unheard := _unheard(ctx, v, concurrent, companions):
+        reasons.append(
+            f"the verdict rests on the job's own output, and a node's kernel logged "
+            f"{', '.join(sorted({ctx.label_of(e) for e in unheard}))} in the job's window (listed in candidates)"
+        )
+        candidates += [_candidate(ctx, e) for e in ([v.fault] if v.fault is not None else []) + unheard]
+    if unexamined:
+        reasons.append(f"lines a work limit left unexamined may hold the fault: {unexamined[0]}")
     v.details["confidence"] = {"level": "low" if reasons else "high", "reasons": reasons}
     if candidates:
         v.details["candidates"] = candidates[:MAX_CANDIDATES]
@@ -79,12 +89,44 @@ def _witness(ctx: Context, v: Verdict, node: str) -> bool:
             continue
         if id(ev) in ctx.weak and is_kernel(ev):  # another job's process on a shared node (witness.py)
             continue
-        peer = ctx.ranks.names.canonical(ev.fields.get("peer"))
-        # where the task ran: Slurm's numbers first, else the task map the logs gave
-        task_node = (block_node(job, ev.task) or ctx.ranks.task_nodes.get(ev.task)) if ev.task is not None else None
-        if witnessed_by(job, ev, v.label, node, peer, task_node):
+        if witnessed_by(job, ev, v.label, node):
             return True
     return False
+
+
+def _could_decide(ctx: Context, ev: Event) -> bool:
+    """A fault that could be the verdict: any crash or exception, a node fault only on its witness."""
+    label = ctx.label_of(ev)
+    if label not in NODE_LABELS:
+        return True
+    if is_kernel(ev) and id(ev) in ctx.weak:
+        return False
+    return ev.node is not None and witnessed_by(ctx.bundle.job, ev, label, ev.node) is not None
+
+
+def _unheard(ctx: Context, v: Verdict, concurrent: list[Event], companions: list[Event]) -> list[Event]:
+    """Node faults a node's kernel logged in the job's window (kernel lines outside it are dropped when
+    the timeline is built) that a verdict resting on the job's own text leaves unsaid: a forged
+    early stamp must not hide them (§8.28). Empty where the verdict has a kernel witness."""
+    if v.basis in ("completed", "state") or _kernel_backed(ctx, v):
+        return []
+    said = {id(e) for e in [*v.evidence, *concurrent, *companions]}
+    return [
+        e
+        for e in ctx.events
+        if is_kernel(e)
+        and id(e) not in said
+        and id(e) not in ctx.weak
+        and ctx.is_primary(e)
+        and ctx.label_of(e) in NODE_LABELS
+    ][:MAX_CANDIDATES]
+
+
+def _kernel_backed(ctx: Context, v: Verdict) -> bool:
+    sightings = [*(v.crash.sightings if v.crash else []), *([v.fault] if v.fault is not None else [])]
+    if any(is_kernel(e) and id(e) not in ctx.weak for e in sightings):
+        return True
+    return v.label in NODE_LABELS and v.node is not None and _witness(ctx, v, v.node)
 
 
 def _companions(ctx: Context, v: Verdict, concurrent: list[Event]) -> list[Event]:

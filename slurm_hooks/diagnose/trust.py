@@ -1,14 +1,16 @@
 """Which lines a job's user could have written, and which witness a node verdict rests on (log-signatures §8.28).
 
 A job's output is the user's: any process of the job can print srun's, slurmstepd's, NCCL's or
-the kernel's words, naming any host. Three witnesses are not the user's:
+the kernel's words, naming any host, and any `N: ` task prefix srun's `--label` would add. Two
+witnesses are not the user's:
 - the node's kernel log (collected by root from the node itself; kernel rules match the structure
-  the kernel writes, §8.27's sibling in rules/);
+  the kernel writes, §8.27's sibling in rules/): it witnesses a label and its node;
 - Slurm's accounting record (state and exit codes, written by slurmctld): srun's and slurmstepd's
-  words count where that record says the same, never against it;
-- srun's `--label` prefix: srun adds `N: ` in front of every line task N writes, so the first
-  prefix of a line is srun's, and the line is that task's own word on itself. srun's and
-  slurmstepd's own lines carry no task prefix of srun's making; one that does was printed by a task.
+  words count where that record gives the same label, never against it. The record names no
+  failing node, so it witnesses the node only where the job has one node.
+A task prefix is not a witness: no log can prove srun wrote it (a job that writes a file can put
+`N: ` in front of every line of it), and Slurm's task layout says where task N ran, not who printed
+a line that says it is task N's.
 
 A verdict that implicates a node's health (a fatal Xid, a fabric fault, an OOM kill, a node
 failure) names its node only on one of them; where none names it, the node is a candidate, not
@@ -58,31 +60,12 @@ def contradicted(job: JobInfo, ev: Event) -> bool:
     return ev.fields.get("speaker") == "srun" and ended_clean(job)
 
 
-def block_node(job: JobInfo, task: int) -> str | None:
-    """The node Slurm's own numbers put srun task `task` on: its default block distribution of the
-    job's task count over its node list, where that divides evenly (None where it does not, or
-    without Slurm's numbers). A task cannot move itself by printing another host's name."""
-    nodes, ntasks = job.nodes, job.ntasks
-    if not nodes or ntasks <= 0 or ntasks % len(nodes) or not 0 <= task < ntasks:
-        return None
-    return nodes[task // (ntasks // len(nodes))]
-
-
-def witnessed_by(
-    job: JobInfo, ev: Event, label: str, node: str, peer: str | None = None, task_node: str | None = None
-) -> str | None:
-    """The witness the user cannot write by which `ev` names `node` for `label`, or None.
-
-    `peer`: the job's node the line names as its failing peer (an IB completion error from it);
-    `task_node`: the node the job's task map puts the line's srun task on, when it knows.
-    """
+def witnessed_by(job: JobInfo, ev: Event, label: str, node: str) -> str | None:
+    """The witness the user cannot write by which `ev` names `node` for `label`, or None."""
     if is_kernel(ev):
         return "kernel" if ev.node == node else None
     if ev.fields.get("speaker") == "srun" and ev.task is not None:
         return None  # srun's own lines carry no task label: a task printed this one
-    if slurm_speaks(ev) and slurm_agrees(job, label) and node in (ev.node, ev.fields.get("on")):
-        return "slurm"
-    if ev.task is not None and ev.source.startswith("logs/") and node in (ev.node, peer):
-        # slurmstepd's words reach the log through a task's stream, labelled like the task's own
-        return "srun_label" if task_node in (None, ev.node) else None
+    if slurm_speaks(ev) and slurm_agrees(job, label) and job.nodes == (node,):
+        return "slurm"  # the record gives the label; the job's only node is the node
     return None

@@ -19,7 +19,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.bundle.retention import PruneReport, remove_doomed
+from slurm_hooks.bundle.retention import PruneReport, doomed_order, remove_doomed, stamp
 from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.config import Config
 from slurm_hooks.core.proc import run_bounded
@@ -126,28 +126,29 @@ def _said(report: PruneReport) -> str:
 
 
 def prune(root: str, retention_days: int, now: float, live: Collection[str], deadline: float) -> PruneReport:
-    """Remove job dump directories not modified for `retention_days`, oldest first, never one of a
-    job in `live` (still running on this node); links and strays at the top go too (the entry
-    only). Each directory is deleted as its owner, without recursion (core/prune_tree.py); what
-    `deadline` (time.monotonic()) leaves is said in `left`, for the next Epilog."""
+    """Remove job dump directories not changed for `retention_days` (bundle/retention.py's stamp:
+    not a time the user sets), oldest first, never one of a job in `live` (still running on this
+    node); links and strays at the top go too (the entry only). Each directory is deleted as its
+    owner, without recursion (core/prune_tree.py), within its share of `deadline`
+    (time.monotonic()); what is left is said in `left`, for the next Epilog."""
     report = PruneReport()
     try:
         parent = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the operator's path: trusted
     except OSError:
         return report
     try:
-        doomed: list[tuple[bool, float, str]] = []  # marked ones first (a run cut short), then the oldest
+        doomed: list[tuple[float, str]] = []  # marked ones (a run cut short) whatever their age
         with os.scandir(parent) as entries:  # names here are job ids: root makes them (flight/setup.py)
             for entry in entries:
                 if time.monotonic() > deadline:
                     report.left.append("dump directories not listed to their end within the deadline")
                     break
                 with contextlib.suppress(OSError):
-                    mtime = entry.stat(follow_symlinks=False).st_mtime
+                    when = stamp(entry.stat(follow_symlinks=False))
                     marked = entry.name.startswith(PRUNING)
-                    if marked or (entry.name not in live and now - mtime >= retention_days * 86400):
-                        doomed.append((not marked, mtime, entry.name))
-        remove_doomed(parent, [name for _, _, name in sorted(doomed)], deadline, report)
+                    if marked or (entry.name not in live and now - when >= retention_days * 86400):
+                        doomed.append((when, entry.name))
+        remove_doomed(parent, doomed_order(doomed), deadline, report)
     finally:
         os.close(parent)
     return report

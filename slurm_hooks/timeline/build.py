@@ -17,7 +17,7 @@ from slurm_hooks.core.times import parse_iso, zone_named
 from slurm_hooks.rules import Rule, RulePack
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time, log_time
 from slurm_hooks.timeline.events import Event, Timeline
-from slurm_hooks.timeline.hits import FamilyCap, KeywordIndex, MatchMeter, Span, capped_hits, log_cap
+from slurm_hooks.timeline.hits import UNEXAMINED, FamilyCap, KeywordIndex, MatchMeter, Span, capped_hits, log_cap
 from slurm_hooks.timeline.hosts import NodeNames
 from slurm_hooks.timeline.noise import printable, segments, strip_ansi
 from slurm_hooks.timeline.prefixes import Prefixed, inherit, strip_prefixes
@@ -252,6 +252,7 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner, parallel: P
     job = bundle.job
     notes = bundle.skipped
     notes.extend(n for n in pack.skipped if n not in notes)
+    scanned_from = len(notes)  # the notes the scan adds from here
     ctx = ClockContext(
         reference=job.start or job.end, log_zone=job.log_zone, slurm_zone=job.slurm_zone, node_zone=timezone.utc
     )
@@ -298,4 +299,5 @@ def build_timeline(bundle: Bundle, pack: RulePack, scanner: Scanner, parallel: P
     sources = {s: i for i, s in enumerate(dict.fromkeys(ev.source for ev in events))}
     floor = datetime.min.replace(tzinfo=timezone.utc)
     events.sort(key=lambda e: (e.when or floor, sources[e.source], e.line_no))
-    return Timeline(events=events, notes=notes)
+    unexamined = [n for n in notes[scanned_from:] if UNEXAMINED in n]
+    return Timeline(events=events, notes=notes, unexamined=unexamined)

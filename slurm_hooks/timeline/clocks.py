@@ -33,6 +33,8 @@ _K_SHORT = re.compile(r"^([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.
 _K_CTIME = re.compile(r"^\[[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]\s?")
 # Digit runs bounded: 12 digits of seconds is 31,000 years; a longer run is not a stamp.
 _K_RAW = re.compile(r"^\[\s*(\d{1,12})\.(\d{1,9})(?:@\d{1,20})?\]\s?")
+# printk's caller id: a thread (`T`) or, outside task context, a CPU (`C`), padded in dmesg's form.
+_K_CALLER = re.compile(r"^\[ *[TC]\d{1,10}\]\s?")
 _K_KMSG = re.compile(r"^\d{1,20},\d{1,20},(\d{1,20}),[^;]*;")
 
 
@@ -119,7 +121,15 @@ def log_time(body: str, ctx: ClockContext) -> datetime | None:
 
 
 def kernel_time(line: str, ctx: ClockContext) -> tuple[datetime | None, str]:
-    """(wall time in UTC or None, message) of one kernel-log line in any of the §6.2 formats."""
+    """(wall time in UTC or None, message) of one kernel-log line in any of the §6.2 formats; the
+    message starts at the kernel's own head, past a printk caller id (`[T1234]`, dmesg's `[ T1234]`,
+    CONFIG_PRINTK_CALLER), so that kernel rules anchored at `^` still see `NVRM: Xid` first."""
+    stamp, message = _kernel_time(line, ctx)
+    m = _K_CALLER.match(message)
+    return stamp, message[m.end() :] if m else message
+
+
+def _kernel_time(line: str, ctx: ClockContext) -> tuple[datetime | None, str]:
     if m := _K_ISO.match(line):
         return _aware(m.groups()[:6], m.group(7), _zone(m.group(8), timezone.utc)), _strip_raw(line[m.end() :])
     if m := _K_SHORT.match(line):

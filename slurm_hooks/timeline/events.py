@@ -55,3 +55,5 @@ class Timeline:
 
     events: list[Event]
     notes: list[str]
+    # notes of lines a work cap counted without matching them (hits.py): a fault may hide there
+    unexamined: list[str] = field(default_factory=list)

@@ -35,6 +35,8 @@ MAX_GROWTH = 4
 # Seconds of pattern matching a family may spend in one share (a process's files). A shipped family
 # spends under 0.5 s on 40,000 lines of a dense log; a hostile one stops here, whatever its lines.
 MATCH_BUDGET_S = 2.0
+# What a note says of lines a cap left unmatched: the diagnosis is then a guess (confidence.py).
+UNEXAMINED = "counted, not examined"
 
 
 def log_cap(hits_per_family: int, nodes: int) -> tuple[int, str]:
@@ -133,14 +135,13 @@ class FamilyCap:
 
     def notes(self, source: str) -> list[str]:
         return [
-            f"{source}: {n} more '{family}' lines counted, not examined ({self.why})"
-            for family, n in sorted(self.cut.items())
+            f"{source}: {n} more '{family}' lines {UNEXAMINED} ({self.why})" for family, n in sorted(self.cut.items())
         ] + [f"{source}: {n}" for n in self.slow_notes()]
 
     def slow_notes(self) -> list[str]:
         budget = self.meter.budget if self.meter else MATCH_BUDGET_S
         return [
-            f"{n} more '{family}' lines counted, not examined (its patterns took over {budget:g} s of matching: "
+            f"{n} more '{family}' lines {UNEXAMINED} (its patterns took over {budget:g} s of matching: "
             "too costly for these lines)"
             for family, n in sorted(self.slow.items())
         ]
