@@ -96,7 +96,7 @@ pyslurm: venv  ## needs root once (libslurm-dev, python3-dev, gcc); ~7 min the f
 	deploy/pyslurm/build-wheel.sh $(BIN)/python --install || [ $$? = 3 ]
 	deploy/pyslurm/build-wheel.sh /usr/bin/python3 || [ $$? = 3 ]
 
-cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks, from a clean state (needs root; installs the Debian packages it lacks). SLURM=24.11|26.05: that Slurm's lane (a cached Debian chroot in its own namespaces; needs debootstrap and Debian's archive once)
+cluster-up: venv  ## munge, MariaDB, slurmdbd, slurmctld, slurmd on loopback, slurm-hooks as hooks, from a clean state (needs root; installs the Debian packages it lacks). SLURM=24.11|25.05|25.11|26.05: that Slurm's lane (a cached Debian chroot in its own namespaces; needs debootstrap and Debian's archive once; 25.05 and 25.11 build Slurm from shared/vendor once, ~7 min each on 2 cores; 25.11 runs each job in its own PID namespace, as SUNK 8.1)
 	deploy/dev-cluster/cluster-up.sh
 
 cluster-down:  ## stops what cluster-up started, daemons tests restarted included (SLURM=...: that lane)
@@ -104,8 +104,13 @@ cluster-down:  ## stops what cluster-up started, daemons tests restarted include
 
 # The Slurm-facing tests on another Slurm's lane (deploy/dev-cluster/lane-test.sh says which); a
 # version that is the host's own is skipped (make test ran everything on it). .ci/run runs both.
-lane-test: venv  ## SLURM=24.11|26.05: that lane up, its tests through deploy/dev-cluster/slurm-run, down (needs root)
+lane-test: venv  ## SLURM=24.11|25.05|25.11|26.05: that lane up, its tests through deploy/dev-cluster/slurm-run, down (needs root)
 	deploy/dev-cluster/lane-test.sh $(SLURM)
+
+.PHONY: lanes
+LANES ?= 24.11 25.05 25.11 26.05
+lanes: venv  ## every lane's tests in turn (LANES=...), each up, tested, down; a summary line per lane (needs root; builds what is not cached)
+	@rc=0; for v in $(LANES); do deploy/dev-cluster/lane-test.sh $$v || rc=1; done; exit $$rc
 
 clean:  ## the venvs (.venv, the lanes' .lanes/) and bench/out; the caches in ~/.cache/slurm-hooks stay
 	rm -rf $(VENV) .lanes bench/out

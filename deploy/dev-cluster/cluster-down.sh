@@ -1,5 +1,5 @@
 #!/bin/bash
-# Stop what cluster-up.sh started (newest first), then forget it. SLURM=24.11|26.05: that lane.
+# Stop what cluster-up.sh started (newest first), then forget it. SLURM=24.11|25.05|25.11|26.05: that lane.
 # Slurm daemons that tests restarted (the fault matrix, the slurmdbd-down tests) write the same pid
 # files, so they are found the same way; any slurmctld, slurmd or slurmdbd of this machine's dev
 # cluster still left after that (same mount namespace: never a lane's) is stopped too.

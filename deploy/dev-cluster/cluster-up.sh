@@ -10,8 +10,12 @@
 # its own slurm-hooks config (/etc/slurm-hooks/nodes/<node>.yaml) with its own state dir,
 # host_root fixture and kernel-log file. The spool and home directories are shared, as on a cluster.
 #
-# SLURM=24.11 or 26.05 (make cluster-up SLURM=...): that Slurm's lane instead (lane.sh: a Debian
+# SLURM=24.11, 25.05, 25.11 or 26.05 (make cluster-up SLURM=...): that Slurm's lane instead (lane.sh: a Debian
 # chroot in namespaces of its own, beside the host's cluster), unless the host's Slurm is that one.
+# The 25.11 lane runs as SUNK 8.1 does: NamespaceType=namespace/linux, each job in its own PID and
+# mount namespace with a private /tmp and /dev/shm (SLURM_HOOKS_DEV_NAMESPACE=0 turns it off, =1 on
+# for another Slurm >= 25.11). What the namespace's teardown and the node Epilog see of the job's
+# /tmp is logged to /var/log/slurm-hooks-ns.log (dev cluster only).
 # Every cluster-up starts from a clean state: no job, accounting record or outbox entry of an earlier
 # run (SLURM_HOOKS_DEV_KEEP_STATE=1 keeps them).
 set -euo pipefail
@@ -97,18 +101,48 @@ for n in $NODES; do
   NODELINES+="NodeName=$n NodeAddr=127.0.0.1 NodeHostname=$n Port=$port CPUs=$CPUS Boards=1 SocketsPerBoard=1"
   NODELINES+=" CoresPerSocket=$CPUS ThreadsPerCore=1 RealMemory=$MEM State=UNKNOWN\n"
 done
+SLURM_LINE=$(/usr/sbin/slurmd -V | awk '{print $2}' | cut -d. -f1,2)   # e.g. 22.05, 24.11
+NS=${SLURM_HOOKS_DEV_NAMESPACE:-}; [ -n "$NS" ] || { [ "${SLURM_HOOKS_LANE:-}" = 25.11 ] && NS=1 || NS=0; }
+NSBASE=/var/lib/slurm/namespace   # <node>/<job>/ holds each job's private /tmp on the node's side
+NSLOG=/var/log/slurm-hooks-ns.log
 for hook in prolog task_prolog epilog; do  # slurm.conf names one script for all nodes: it runs the node's own
+  probe=""   # with namespaces: what of the job's private /tmp the node Epilog still finds
+  [ "$NS" = 1 ] && [ "$hook" = epilog ] && probe="echo \"\$(date +%s.%N) epilog job=\$SLURM_JOB_ID node=\$SLURMD_NODENAME pid=\$\$ nsdir=\$(ls -A $NSBASE/\$SLURMD_NODENAME/\$SLURM_JOB_ID 2>&1 | tr '\\n' ' ')\" >> $NSLOG 2>/dev/null || true"
   cat > "/etc/slurm/hooks/dev-node-$hook" <<HOOK
 #!/bin/sh
 # dev cluster only (several slurmd on one machine): run this node's own install of the hook
 case "\$SLURMD_NODENAME" in ''|*[!A-Za-z0-9_-]*) exit 0 ;; esac
+$probe
 exec /etc/slurm/hooks/nodes/"\$SLURMD_NODENAME"/slurm-hooks-$hook
 HOOK
   chmod 0755 "/etc/slurm/hooks/dev-node-$hook"
 done
 sed -e "s/@HOST@/$H/g" -e "s|@NODES@|$NODELINES|" -e "s|@PROCTRACK@|$PROCTRACK|" \
     -e "s|@EPILOG_SLURMCTLD@|$ESC|" "$HERE/slurm.conf.in" > /etc/slurm/slurm.conf
-SLURM_LINE=$(/usr/sbin/slurmd -V | awk '{print $2}' | cut -d. -f1,2)   # e.g. 22.05, 24.11
+if [ "$NS" = 1 ]; then
+  printf '%s\n' "NamespaceType=namespace/linux" >> /etc/slurm/slurm.conf   # PrologFlags=Contain is set already
+  # clone_ns_epilog runs just before the namespace goes: it records what the job left in its /tmp
+  cat > /etc/slurm/hooks/dev-ns-epilog <<HOOK
+#!/bin/sh
+# dev cluster only: log what the job's private /tmp holds as its namespace is torn down
+echo "\$(date +%s.%N) clone_ns_epilog job=\${SLURM_JOB_ID:-?} ns=\${SLURM_NS:-?} tmp=\$(nsenter --mount="\$SLURM_NS/mnt" ls -A /tmp 2>&1 | tr '\\n' ' ')" >> $NSLOG 2>/dev/null
+exit 0
+HOOK
+  chmod 0755 /etc/slurm/hooks/dev-ns-epilog
+  install -m 0644 /dev/null "$NSLOG"
+  cat > /etc/slurm/namespace.yaml <<YAML
+# The 25.11 lane as SUNK 8.1: a PID and mount namespace per job, private /tmp and /dev/shm
+defaults:
+  auto_base_path: true
+  base_path: "$NSBASE"   # with several slurmd on a machine the plugin adds the node's name itself
+  clone_ns_flags: ["CLONE_NEWPID", "CLONE_NEWNS"]
+  dirs: "/tmp,/dev/shm"
+  clone_ns_epilog: "/etc/slurm/hooks/dev-ns-epilog"
+YAML
+  for n in $NODES; do install -d -m 0755 "$NSBASE/$n"; done
+else
+  rm -f /etc/slurm/namespace.yaml
+fi
 if [[ $PROCTRACK == *linuxproc* ]] && [ "${SLURM_LINE%%.*}" -ge 23 ]; then
   echo 'CgroupPlugin=disabled' > /etc/slurm/cgroup.conf   # no usable cgroup: slurmd >= 23 fails without this
 else

@@ -34,7 +34,7 @@ if [ "$rc" = 3 ] && [ -z "${PYSLURM_SRC:-}" ]; then
   exit 3
 fi
 [ "$rc" = 0 ] || [ "$rc" = 3 ] || exit "$rc"
-PINS=$(echo "$spec" | tail -n +2)
+PINS=${PYSLURM_PINS:-$(echo "$spec" | tail -n +2)}   # PYSLURM_PINS: the build pins of a PYSLURM_SRC the table lacks
 SRC=${PYSLURM_SRC:-}
 tarball=$(basename "${SRC:-$(echo "$spec" | head -1)}")   # its name keys the cache: a cached wheel needs no source
 PYSLURM_VER=$(basename "$tarball" .tar.gz); PYSLURM_VER=${PYSLURM_VER#pyslurm-}     # e.g. 22.5.3, 24.11.x-2adb2da
