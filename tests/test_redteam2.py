@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import resource
 import shutil
 import signal
 import subprocess
@@ -31,6 +30,7 @@ import pytest
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose import diagnose
 from tests.conftest import write_bundle
+from tests.test_redteam import _env, _run_bounded_python  # the first round's bounded runner
 
 # What this red team measured when it wrote these attacks: the tree, and the attacks that broke a promise there.
 BROKE_AT_WRITING = {
@@ -75,27 +75,6 @@ def _diagnose(tmp: Path, log: str, pack, kernel: dict[str, str] | None = None, *
 
 def _confidence(d) -> str:
     return (d.details.get("confidence") or {}).get("level", "")
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO)}
-
-
-def _bounded_python(code: str, timeout_s: float, mem_bytes: int = 1 << 30) -> subprocess.CompletedProcess[str]:
-    """`code` in a fresh interpreter with RLIMIT_AS; TimeoutExpired propagates (the test fails on it)."""
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        preexec_fn=limit,
-        cwd=REPO,
-        env=_env(),
-    )
 
 
 def _as_nobody(code: str, timeout_s: float = 20) -> subprocess.CompletedProcess[str]:
@@ -297,7 +276,7 @@ def test_rt2_10_the_owners_child_keeps_roots_stdio(shared_tmp: Path) -> None:
         got = run_parse(parse, Bounds(64, 5, 10), Owner({NOBODY}, {NOBODY}))
         print(got.value, got.reason)
     """)
-    out = _bounded_python(code, timeout_s=30)
+    out = _run_bounded_python(code, timeout_s=30)
     assert out.returncode == 0, out.stderr[-800:]
     assert "owner's child" not in secret.read_text(), (out.stdout, secret.read_text())
 
@@ -551,7 +530,7 @@ def test_rt2_17_a_site_rule_keyword_rare_in_chatter_common_in_a_real_log(tmp_pat
         level = d.details.get("confidence", {{}}).get("level")
         print(json.dumps({{"s": time.monotonic() - t, "label": d.label, "level": level, "skipped": d.skipped[:2]}}))
     """)
-    out = _bounded_python(code, timeout_s=55, mem_bytes=3 << 30)
+    out = _run_bounded_python(code, timeout_s=55, mem_bytes=3 << 30)
     assert out.returncode == 0, out.stderr[-1500:]
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["s"] < 15, got
@@ -584,7 +563,7 @@ def test_rt2_18_config_nested_deep_in_flow_style(tmp_path: Path) -> None:
             out[p] = [what, time.monotonic() - t]
         print(json.dumps(out))
     """)
-    out = _bounded_python(code, timeout_s=50, mem_bytes=2 << 30)
+    out = _run_bounded_python(code, timeout_s=50, mem_bytes=2 << 30)
     assert out.returncode == 0, out.stderr[-1500:]
     got = json.loads(out.stdout.splitlines()[-1])
     assert all(what != "RecursionError" and s < 10 for what, s in got.values()), got
