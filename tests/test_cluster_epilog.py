@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from slurm_hooks.slurm.annotation import MARK
+from slurm_hooks.slurm.job import RunId
 from tests import devcluster as dc
 
 pytestmark = pytest.mark.slurm
@@ -158,3 +159,47 @@ def test_32_jobs_ending_at_once_are_all_annotated() -> None:
         for path in (SPOOL / "jobs" / job).rglob("*.json"):
             json.loads(path.read_text())  # every spool file whole
     assert dc.node_state() == "idle"
+
+
+def test_an_epilog_run_twice_for_one_job_delivers_its_record_once() -> None:
+    """Slurm before 26.05 can run a node's Epilog again for a job (TERMINATE_JOB retries; 26.05's
+    NEWS: "Fix epilog running multiple times"): the run's record is made and delivered once. The
+    second run gets what slurmd gave the first: the job's environment, with the run's identity read
+    back from the record's `run=` (SLUID, restart count, start time; on 22.05 the hook asks
+    slurmctld for the start, as the first run did)."""
+    job = dc.submit(f"echo 'saving checkpoint at iteration 2000 to /ckpt'\n{SEGV}")
+    assert dc.wait(job) == "FAILED"
+    first = dc.wait_annotated(job)
+    before = dc.sacct_fields(job)[2]
+    run = RunId.parse(first["run"])
+    assert run is not None, first
+    node = dc.sacct_fields(job, "NodeList")[0]
+    env = {
+        "PATH": os.environ["PATH"],
+        "SLURM_JOB_ID": job,
+        "SLURM_JOB_UID": "2001",
+        "SLURM_JOB_GID": "2001",
+        "SLURM_JOB_USER": "alice",
+        "SLURMD_NODENAME": node,
+        "SLURM_JOB_NODELIST": node,
+        "SLURM_SCRIPT_CONTEXT": "epilog_slurmd",
+        "SLURM_JOB_EXIT_CODE2": dc.sacct_fields(job, "ExitCode")[0],
+        **{name: value for name, value in _run_env(run).items() if value},
+    }
+    again = subprocess.run(["/etc/slurm/hooks/dev-node-epilog"], env=env, cwd="/", capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    lines = dc.hook_log(job)
+    assert sum('"event": "annotation_delivered"' in line for line in lines) == 1, lines
+    assert any('"event": "run_already_recorded"' in line for line in lines), lines
+    assert dc.sacct_fields(job)[2] == before  # the record, exactly as the first run wrote it
+    assert not (SPOOL / "outbox" / f"{job}.json").exists()  # nothing queued to write it again
+    assert dc.node_state() == "idle"
+
+
+def _run_env(run: RunId) -> dict[str, str]:
+    """The variables slurmd sets that a run's identity is made of (slurm/job.py RunId.of)."""
+    return {
+        "SLURM_JOB_SLUID": run.sluid,
+        "SLURM_JOB_RESTART_COUNT": run.restart,
+        "SLURM_JOB_START_TIME": run.start,
+    }

@@ -30,6 +30,7 @@ import pytest
 from slurm_hooks.bundle import load_bundle
 from slurm_hooks.diagnose import diagnose
 from tests.conftest import write_bundle
+from tests.package_copy import readable_package_copy
 from tests.test_redteam import _env, _run_bounded_python  # the first round's bounded runner
 
 # What this red team measured when it wrote these attacks: the tree, and the attacks that broke a promise there.
@@ -482,7 +483,8 @@ def test_rt2_16_the_jobs_own_dump_prefix_points_into_a_root_only_dir(shared_tmp:
     (dump_dir / "job_prefix").write_text(f"{secret}/fr_rank_\n")
     os.chown(dump_dir / "job_prefix", NOBODY, NOBODY)
     config = Config(flight_recorder=FlightRecorder(mode="on"), state_dir=str(shared_tmp / "state"))
-    got = read_dumps(str(dump_dir), NOBODY, NOBODY, config, python=SYSTEM_PYTHON)
+    package = readable_package_copy(shared_tmp)  # the checkout may sit in a directory only root can enter
+    got = read_dumps(str(dump_dir), NOBODY, NOBODY, config, python=SYSTEM_PYTHON, package_root=str(package))
     assert any(str(secret) in s for s in got["skipped"]), got  # the reader ran, and said so
     assert not any(str(secret) in str(d.get("file")) for d in got["dumps"]), got
 

@@ -93,24 +93,18 @@ BAD_NUMBERS = [
 ]
 
 
+def _matrix_row(tried: str, held: str, seconds: float, done: subprocess.CompletedProcess[str]) -> None:
+    """This attack's row of docs/reliability.md (written only under `make reliability`)."""
+    if os.environ.get("RELIABILITY_OUT"):
+        record(Row(tried, held, seconds, BUDGET_S, [done.returncode], 0, 0, 0.0, where="unit", annotated="-"))
+
+
 @pytest.mark.parametrize(("what", "field", "value"), BAD_NUMBERS, ids=[c[0] for c in BAD_NUMBERS])
 def test_a_bad_number_costs_its_row_never_the_report(tmp_path: Path, what: str, field: str, value: str) -> None:
     done, seconds = report(tmp_path, row("100") + row("101", **{field: value}), "--format", "json")
-    if os.environ.get("RELIABILITY_OUT"):
-        record(
-            Row(
-                f"`report --input`: a row with {what}",
-                "counted as unreadable; no traceback, no negative hours",
-                seconds,
-                BUDGET_S,
-                [done.returncode],
-                0,
-                0,
-                0.0,
-                where="unit",
-                annotated="-",
-            )
-        )
+    _matrix_row(
+        f"`report --input`: a row with {what}", "counted as unreadable; no traceback, no negative hours", seconds, done
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     doc = json.loads(done.stdout)
     assert (doc["input"]["rows"], doc["input"]["unreadable_rows"]) == (2, 1)
@@ -130,21 +124,12 @@ def test_a_negative_duration_read_the_careful_way_is_refused_too(tmp_path: Path)
 def test_a_5000_digit_job_id_or_host_index_costs_its_row(tmp_path: Path) -> None:
     text = row("100") + row(BIG) + row("102", nodelist=f"gb-r07-c[{BIG}]", nnodes="1")
     done, seconds = report(tmp_path, text, "--format", "json", "--details", "5")
-    if os.environ.get("RELIABILITY_OUT"):
-        record(
-            Row(
-                "`report --input`: a 5,000-digit job id, a 5,000-digit host-list index",
-                "row counted; report done",
-                seconds,
-                BUDGET_S,
-                [done.returncode],
-                0,
-                0,
-                0.0,
-                where="unit",
-                annotated="-",
-            )
-        )
+    _matrix_row(
+        "`report --input`: a 5,000-digit job id, a 5,000-digit host-list index",
+        "row counted; report done",
+        seconds,
+        done,
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     doc = json.loads(done.stdout)
     assert doc["input"]["unreadable_rows"] == 1 and doc["input"]["node_list_bad"] == 1
@@ -163,21 +148,12 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_escaped(tmp_path: Path) -> N
     a cell starting with = + - @ tab or CR is prefixed with a single quote (OWASP); numbers stay numbers."""
     text = "".join(row(str(100 + i), user=name) for i, name in enumerate(FORMULAS))
     done, seconds = report(tmp_path, text, "--format", "csv", "--group-by", "user")
-    if os.environ.get("RELIABILITY_OUT"):
-        record(
-            Row(
-                "`report --format csv`: user names that start a spreadsheet formula (= + - @ tab CR)",
-                "each cell quoted with a leading '",
-                seconds,
-                BUDGET_S,
-                [done.returncode],
-                0,
-                0,
-                0.0,
-                where="unit",
-                annotated="-",
-            )
-        )
+    _matrix_row(
+        "`report --format csv`: user names that start a spreadsheet formula (= + - @ tab CR)",
+        "each cell quoted with a leading '",
+        seconds,
+        done,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     cells = list(csv.reader(io.StringIO(done.stdout, newline="")))
     users = {r[0] for r in cells[1:]}

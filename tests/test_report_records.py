@@ -47,14 +47,24 @@ def test_buckets(admin: str, bucket: str) -> None:
 
 def test_fields_of_a_trusted_record() -> None:
     record = RecordReader(LABELS, trust_comment=False).read(OURS, "")
-    assert record == ("ours", "cdmm_checkpoint_segfault", "580.95.05 on 3.6.2 ", "gb-r07-c02", "failed", "")
+    assert record == ("ours", "cdmm_checkpoint_segfault", "580.95.05 on 3.6.2 ", "gb-r07-c02", "failed", "", False)
+
+
+@pytest.mark.parametrize(
+    ("run", "rerun"),
+    [("r0-t1764212400", False), ("r1-t1764216000", True), ("s0a1b2c3-r12-t1764216000", True), ("t1764216000", False)],
+)
+def test_a_record_whose_run_counts_a_restart_is_a_rerun(run: str, rerun: bool) -> None:
+    """sacct -D gives each run of a requeued job its row; `run=` says which run a record is of."""
+    record = RecordReader(LABELS, trust_comment=False).read(f"slurm-hooks/v1 label=success run={run}", "")
+    assert (record.bucket, record.rerun) == ("ours", rerun)
 
 
 def test_the_users_comment_is_trusted_only_where_the_site_annotates_it() -> None:
     forged = "my text slurm-hooks/v1 label=success"
     assert RecordReader(LABELS, trust_comment=False).read("", forged).bucket == "untrusted_comment"
     assert RecordReader(LABELS, trust_comment=False).read("JS1:x", forged)[0] == "jobstats"
-    assert RecordReader(LABELS, trust_comment=True).read("", forged) == ("ours", "success", "   ", "", "", "")
+    assert RecordReader(LABELS, trust_comment=True).read("", forged) == ("ours", "success", "   ", "", "", "", False)
     assert RecordReader(LABELS, trust_comment=True).read("", "slurm-hooks/v1 label=app" + TRUNCATED)[0] == "truncated"
 
 

@@ -11,32 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from slurm_hooks.bundle import load_bundle
-from slurm_hooks.diagnose import diagnose
 from slurm_hooks.timeline.clocks import ClockContext, kernel_time
-from tests.conftest import write_bundle
+from tests.test_verdict_witness import _diagnose, _level
 
-JOB = {
-    "job_id": "42",
-    "state": "FAILED",
-    "exit_code": "1:0",
-    "derived_exit_code": "1:0",
-    "start_time": "2026-01-05T10:00:00+00:00",
-    "end_time": "2026-01-05T11:00:00+00:00",
-    "nodes": ["n1", "n2"],
-    "batch_host": "n1",
-}
 XID79 = "NVRM: Xid (PCI:0000:1b:00): 79, pid=1234, name=python, GPU has fallen off the bus."
 OOM_KILL_N2 = "2026-01-05T10:30:00.000000+00:00 n2 kernel: Out of memory: Killed process 4242 (python) total-vm:1kB\n"
-
-
-def _diagnose(tmp: Path, log: str, pack, kernel: dict[str, str] | None = None, **job: object):
-    root = write_bundle(tmp / "bundle", {**JOB, **job}, {"job.out": log}, [], kernel)
-    return diagnose(load_bundle(root), pack)
-
-
-def _level(d) -> str:
-    return d.details["confidence"]["level"]
 
 
 # ------------------------------------------- rt2_05: a kernel node fault never vanishes from the diagnosis

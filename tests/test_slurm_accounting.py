@@ -102,11 +102,11 @@ def test_jobs_without_nodes_or_gpus() -> None:
     assert (row.n_nodes, row.n_gpus, row.state) == (0, 0, "CANCELLED by 2001")
 
 
-def test_sacct_argv_asks_for_every_user_in_local_time() -> None:
+def test_sacct_argv_asks_for_every_user_and_every_run_in_local_time() -> None:
     from datetime import datetime, timezone
 
     argv = sacct_argv(datetime(2026, 11, 1, tzinfo=timezone.utc), datetime(2026, 11, 8, tzinfo=timezone.utc))
-    assert argv[:6] == ["sacct", "-a", "-n", "-X", "-P", f"--delimiter={SEP}"]
+    assert argv[:7] == ["sacct", "-a", "-n", "-X", "-D", "-P", f"--delimiter={SEP}"]  # -D: each run of a job a row
     assert argv[argv.index("-o") + 1].split(",") == list(FIELDS)
     assert argv[-4] == "-S" and argv[-2] == "-E"
 

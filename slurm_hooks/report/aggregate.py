@@ -24,9 +24,10 @@ from slurm_hooks.slurm.accounting import TRUNCATED
 SAMPLE = 100
 USERS_KEPT = 32  # distinct users kept per (root node, label) of an application crash
 _BUCKET, _CONFIG, _NODE, _EXC = attrgetter("bucket"), attrgetter("config"), attrgetter("node"), attrgetter("exc")
+_RERUN = attrgetter("rerun")
 # of a read.Recorded (above), of a read.Verdict
 _ENDED, _BAD, _CRASHED = attrgetter("ended"), attrgetter("bad"), attrgetter("crashed")
-_SHOWN, _SHAPE = attrgetter("shown"), attrgetter("shape")
+_SHOWN, _SHAPE, _WORD = attrgetter("shown"), attrgetter("shape"), attrgetter("word")
 _CUT, _BAD_LIST, _REACH = attrgetter("cut"), attrgetter("bad"), attrgetter("reach")  # of a read.Spread
 _DAY, _FIRST = itemgetter(slice(0, 10)), itemgetter(slice(0, 1))  # of sacct's End
 
@@ -76,6 +77,9 @@ class Tally:
         self.root_users: dict[tuple[str, str], set[str]] = defaultdict(set)  # (root node, label)
         self.per_day: Counter[tuple[str, str, bool]] = Counter()  # (day, label, crashed)
         self.kinds: Counter[str] = Counter()  # failed app_exception jobs by exception kind
+        # runs of requeued jobs (sacct -D): `requeued`, an earlier run that ended in a requeue;
+        # `rerun_ok`, a later run that succeeded (its record's run= counts a restart)
+        self.runs: Counter[str] = Counter()
         self.details = Lowest(details_limit)  # failed jobs: (label, state); diagnoses read at the end
 
     def unreadable(self, n: int) -> None:
@@ -103,7 +107,11 @@ class Tally:
         self.not_ended += ended.count(False)
         kept = self._in_window(cols.end, ended)
         whole = kept.count(True) == n  # every row counted: a whole list counts fastest
-        self.records.update(map(_BUCKET, jobs.records if whole else compress(jobs.records, kept)))
+        records = jobs.records if whole else list(compress(jobs.records, kept))
+        self.records.update(map(_BUCKET, records))
+        self.runs["requeued"] += list(map(_WORD, verdicts if whole else compress(verdicts, kept))).count("REQUEUED")
+        if any(map(_RERUN, records)):  # rare: looked for in C first
+            self.runs["rerun_ok"] += sum(r.rerun and r.label == "success" for r in records)
         failed = list(map(and_, kept, map(_BAD, verdicts)))
         bad_rows = list(compress(range(n), failed))
         # A crash inside a COMPLETED job: a crash, not a failed job (rare: looked for in C first)
@@ -257,6 +265,7 @@ class Tally:
             self.roots,
             self.user_roots,
             self.kinds,
+            self.runs,
             *(counter for pair in self.groups for counter in pair),
         ]
 

@@ -8,7 +8,7 @@ from slurm_hooks.report.views import VIEWS
 
 # What `--input` reads: sacct_argv's command with the fixed delimiter (tests/test_report_run.py checks it)
 SAVE_COMMAND = (
-    "sacct -a -n -X -P --delimiter=$'\\x1f' -o JobIDRaw,State,ExitCode,DerivedExitCode,Start,End,ElapsedRaw,"
+    "sacct -a -n -X -D -P --delimiter=$'\\x1f' -o JobIDRaw,State,ExitCode,DerivedExitCode,Start,End,ElapsedRaw,"
     "NodeList,NNodes,AllocTRES,Partition,User,Account,AdminComment,Comment,JobIDRaw -S START -E END [-M CLUSTER]"
 )
 

@@ -21,10 +21,12 @@ from slurm_hooks.report.memo import Key, Memo
 from slurm_hooks.report.records import Record, RecordReader
 from slurm_hooks.slurm.columns import Columns
 
+# Not ended: the job's current run goes on. sacct -D lists each run of a requeued job as a row of its
+# own, and an earlier run's row reads REQUEUED: that run ended (its record, where our Epilog wrote one,
+# says how), so REQUEUED is not here.
 NOT_ENDED = {
     "RUNNING",
     "PENDING",
-    "REQUEUED",
     "SUSPENDED",
     "COMPLETING",
     "RESIZING",
@@ -37,7 +39,7 @@ NOT_ENDED = {
 }
 _MEMO_MAX = 4096
 _RECORDED_MAX = 16384  # as records' own cache: a million jobs' records repeat a few thousand texts
-_DECIDES = itemgetter(6)  # of a Recorded
+_DECIDES = itemgetter(7)  # of a Recorded: its `decides`
 _SPREAD_BYTES = 64 << 20  # node names the spread memo holds, all together
 UNRECORDED = "(no record)"  # failed, but no record the report may trust
 Shape = tuple[str, str, bool, bool]  # label shown, config, recorded, crashed
@@ -66,6 +68,7 @@ class Recorded(NamedTuple):
     node: str
     state: str  # the job's state as our record gives it
     exc: str
+    rerun: bool  # a run after a requeue (records.Record)
     decides: Key[tuple[str, str, str]]  # label, config, state
 
 

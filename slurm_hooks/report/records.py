@@ -32,8 +32,10 @@ _SCHEMA = re.compile(r"slurm-hooks/v(\d+)", re.IGNORECASE)
 # annotation.encode's output: its keys in its order, each with a value; anything else is decoded
 _ENCODED = re.compile(re.escape(MARK) + "".join(f"(?: {key}=(?P<{key}>[a-z0-9._:+-]+))?" for key in KEYS))
 _READ = itemgetter(
-    *map(KEYS.index, ("label", "node", "driver", "cdmm", "ncore", "gpu", "state", "exc", "excnode", "conf"))
+    *map(KEYS.index, ("label", "node", "driver", "cdmm", "ncore", "gpu", "state", "exc", "excnode", "conf", "run"))
 )
+# the restart count in a record's `run=` (slurm/job.py RunId.tag: `s<sluid>-r<restarts>-t<epoch>-l<start>`)
+_RESTARTS = re.compile(r"(?:^|-)r0*([1-9][0-9]*)(?:-|$)")
 # A diagnosis the Epilog itself called a guess (`conf=low`): counted apart, under its label with this
 # added, in every view; never tested towards a finding (finding.failure_labels, node_tests)
 LOW_CONFIDENCE = " (low confidence)"
@@ -53,6 +55,7 @@ class Record(NamedTuple):
     node: str = ""  # root node, where the report may blame it (app_exception: only a kind that points at it)
     state: str = ""  # the job's state as our record gives it (`completed`: a crash in a job that completed)
     exc: str = ""  # app_exception's kind
+    rerun: bool = False  # a run after a requeue: its `run=` counts a restart
 
 
 NONE = Record("none")
@@ -80,9 +83,9 @@ class RecordReader:
         """The record a field's whole text holds (`classify` caches the answers)."""
         encoded = _ENCODED.fullmatch(text) if text.startswith(MARK) else None
         if encoded:  # one record as the Epilog writes it, nothing else: most failed jobs' texts are unique
-            label, node, driver, cdmm, ncore, gpu, state, exc, excnode, conf = _READ(encoded.groups(""))
+            label, node, driver, cdmm, ncore, gpu, state, exc, excnode, conf, run = _READ(encoded.groups(""))
             if label in self.labels:
-                return _ours(label, f"{driver} {cdmm} {ncore} {gpu}", node, state, exc, excnode, conf)
+                return _ours(label, f"{driver} {cdmm} {ncore} {gpu}", node, state, exc, excnode, conf, run)
         if not text:
             return NONE
         at = text.lower().rfind(MARK)
@@ -112,12 +115,15 @@ class RecordReader:
     def _decoded(label: str, fields: dict[str, Any]) -> Record:
         get = fields.get
         config = f"{get('driver', '')} {get('cdmm', '')} {get('ncore', '')} {get('gpu', '')}"
-        node, state, exc, excnode, conf = (get(k, "") for k in ("node", "state", "exc", "excnode", "conf"))
-        return _ours(label, config, node, state, exc, excnode, conf)
+        node, state, exc, excnode, conf, run = (get(k, "") for k in ("node", "state", "exc", "excnode", "conf", "run"))
+        return _ours(label, config, node, state, exc, excnode, conf, run)
 
 
-def _ours(label: str, config: str, node: str, state: str, exc: str, excnode: str, conf: str = "") -> Record:
+def _ours(
+    label: str, config: str, node: str, state: str, exc: str, excnode: str, conf: str = "", run: str = ""
+) -> Record:
     shown = label + LOW_CONFIDENCE if conf == "low" and label != "success" else label
+    rerun = bool(run) and _RESTARTS.search(run) is not None
     if label == "app_exception":  # where it happened is not a verdict on the node (§8.26)
-        return Record(OURS, shown, config, node if excnode else "", state, exc or "other")
-    return Record(OURS, shown, config, node, state)
+        return Record(OURS, shown, config, node if excnode else "", state, exc or "other", rerun)
+    return Record(OURS, shown, config, node, state, rerun=rerun)

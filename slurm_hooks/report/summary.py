@@ -31,7 +31,17 @@ def summarize(
 
     per = [_totals(t) for t in tallies]
     totals = {
-        k: sum(p[k] for p in per) for k in ("jobs", "succeeded", "failed", "crashed", "not_ended", "low_confidence")
+        k: sum(p[k] for p in per)
+        for k in (
+            "jobs",
+            "succeeded",
+            "failed",
+            "crashed",
+            "not_ended",
+            "low_confidence",
+            "requeued_runs",
+            "succeeded_after_requeue",
+        )
     }
     bad = totals["failed"] + totals["crashed"]
     diagnosed = sum(p["diagnosed"] for p in per)
@@ -118,6 +128,9 @@ def _totals(t: Tally) -> dict[str, int]:
         "diagnosed": bad - sum(t.uncovered.values()),
         # failed or crashed with a diagnosis its Epilog called a guess: in "diagnosed", never in a finding
         "low_confidence": sum(n for label, n in labels.items() if label.endswith(LOW_CONFIDENCE)),
+        # sacct -D: each run of a requeued job is counted (in `jobs`); these say how many were requeues
+        "requeued_runs": t.runs["requeued"],
+        "succeeded_after_requeue": t.runs["rerun_ok"],
     }
 
 

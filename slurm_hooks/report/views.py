@@ -72,6 +72,15 @@ def _view(doc: dict[str, Any], name: str) -> tuple[list[str], list[tuple[str, li
             ["completed, with a crash", totals.get("crashed", 0), ""],
             ["failed or crashed, diagnosed", cov["diagnosed"], ""],
         ]
+        # each run of a requeued job is a job here (sacct -D): say how many were, where any were
+        rows += [
+            [what, totals[key], ""]
+            for what, key in (
+                ("of these, runs that ended in a requeue", "requeued_runs"),
+                ("of these, runs that succeeded after a requeue", "succeeded_after_requeue"),
+            )
+            if totals.get(key)
+        ]
         rows += [
             [f"failed, no diagnosis: {u['reason']}", u["jobs"], " ".join(u["job_ids"][:10])] for u in cov["uncovered"]
         ]

@@ -50,13 +50,16 @@ _GPU = "gres/gpu="
 
 def sacct_argv(since: datetime, until: datetime, sep: str = SEP, cluster: str = "") -> list[str]:
     """sacct takes naive local times: turn the window into this host's zone (sacct's zone too).
-    `cluster`: another cluster of the same slurmdbd (sacct -M); "" is sacct's own."""
+    `cluster`: another cluster of the same slurmdbd (sacct -M); "" is sacct's own. `-D`: every run
+    of a requeued job is a row (without it sacct keeps only a job id's latest run), and each run's
+    record is on its own row: the Epilog writes it while that run is the job's latest."""
     fmt = "%Y-%m-%dT%H:%M:%S"
     return [
         "sacct",
         "-a",
         "-n",
         "-X",
+        "-D",
         "-P",
         f"--delimiter={sep}",
         "-o",
