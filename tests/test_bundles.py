@@ -30,6 +30,7 @@ def _check(path: Path, pack) -> None:
         assert [c["node"] for c in got.details.get("concurrent", [])] == expected["concurrent"]
     if "facts" in expected:
         assert got.facts == expected["facts"]
+    assert "signal" not in expected or got.details.get("signal") == expected["signal"], got.details  # §8.32
     if "masked_by_exit" in expected:  # a crash in a job Slurm records COMPLETED 0:0 (§8.21)
         assert ("masked_by_exit" in got.details) == expected["masked_by_exit"], got.details
     if "crashed_process" in expected:

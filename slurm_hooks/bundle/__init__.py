@@ -34,6 +34,23 @@ class BundleError(Exception):
     """The bundle cannot be read at all (missing path, not a directory or tarball)."""
 
 
+MAX_STEPS = 1024  # steps read from job.json; a job with more keeps its first
+MAX_STEP_TASKS = 1 << 24
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """One Slurm step (job.json `steps`): where its tasks ran (log-signatures §8.33, §8.34)."""
+
+    id: str
+    nodes: tuple[str, ...] = ()
+    ntasks: int = 0  # 0: not known
+    start: datetime | None = None
+    end: datetime | None = None
+    state: str = ""
+    exit_code: str = ""
+
+
 @dataclass(frozen=True)
 class JobInfo:
     job_id: str
@@ -48,6 +65,11 @@ class JobInfo:
     log_zone: tzinfo = timezone.utc
     ntasks: int = 0  # Slurm's task count (0: not known); bounds the ranks (diagnose/bounds.py)
     shared: bool = False  # Slurm let other jobs share its nodes (not exclusive): a kernel pid may be another job's
+    # A job id holds runs (log-signatures §8.29): how often Slurm restarted it (None: not known) and
+    # its run's id (SLURM_JOB_SLUID, 25.11); `start` is the last run's start.
+    restarts: int | None = None
+    sluid: str = ""
+    steps: tuple[StepInfo, ...] = ()  # Slurm's steps (§8.33), at most MAX_STEPS, in job.json's order
 
     @property
     def exit_status(self) -> tuple[int, int]:
@@ -171,7 +193,35 @@ def _job_info(root: Path, skipped: list[str]) -> JobInfo:
         log_zone=zone_named(doc.get("log_timezone"), "job.json: log_timezone", skipped),
         ntasks=ntasks if isinstance(ntasks := doc.get("ntasks"), int) and 0 < ntasks < 1 << 31 else 0,
         shared=doc.get("shared") is True,
+        restarts=restarts if isinstance(restarts := doc.get("restarts"), int) and 0 <= restarts < 1 << 20 else None,
+        sluid=str(doc.get("sluid") or "")[:64],
+        steps=_steps(doc.get("steps"), slurm_zone, skipped),
     )
+
+
+def _steps(raw: object, zone: tzinfo, skipped: list[str]) -> tuple[StepInfo, ...]:
+    """job.json `steps`: entries that are not objects, and those past MAX_STEPS, are left out (and said)."""
+    if not isinstance(raw, list):
+        return ()
+    if len(raw) > MAX_STEPS:
+        skipped.append(f"job.json: {len(raw)} steps; the first {MAX_STEPS} read")
+    steps = []
+    for i, item in enumerate(raw[:MAX_STEPS]):
+        if not isinstance(item, dict):
+            continue
+        nodes, ntasks = item.get("nodes"), item.get("ntasks")
+        steps.append(
+            StepInfo(
+                id=str(item.get("id") if item.get("id") is not None else i)[:32],
+                nodes=tuple(str(n)[:255] for n in nodes[:MAX_STEP_TASKS]) if isinstance(nodes, list) else (),
+                ntasks=ntasks if isinstance(ntasks, int) and 0 < ntasks < MAX_STEP_TASKS else 0,
+                start=_as_time(item.get("start"), zone, f"steps[{i}].start", skipped),
+                end=_as_time(item.get("end"), zone, f"steps[{i}].end", skipped),
+                state=str(item.get("state") or "").split(" ")[0].upper()[:32],
+                exit_code=str(item.get("exit_code") or "")[:16],
+            )
+        )
+    return tuple(steps)
 
 
 def part_cap(part: str, limits: Limits, job_nodes: int) -> int:

@@ -80,4 +80,10 @@ def write_job_json(
         doc["ntasks"] = job.record.ntasks
     if (shared := nodes_shared(job.record.oversubscribe or ctx.oversubscribe)) is not None:
         doc["shared"] = shared
+    # A job id holds runs (log-signatures §8.29): Slurm's restart count and the run's id, from the Epilog's
+    # environment; with restarts, `start_time` (the record's) is the last run's start.
+    if ctx.restart_count:
+        doc["restarts"] = int(ctx.restart_count)
+    if ctx.sluid:
+        doc["sluid"] = ctx.sluid
     spool.write(ctx.job_id, "bundle/job.json", json.dumps(doc, indent=1) + "\n")

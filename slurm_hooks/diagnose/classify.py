@@ -33,6 +33,7 @@ from slurm_hooks.diagnose.raised import exception_verdict
 from slurm_hooks.diagnose.recorder import apply_flight
 from slurm_hooks.diagnose.result import Diagnosis, event_record, fault_record, iso
 from slurm_hooks.diagnose.slurm_state import disagreement
+from slurm_hooks.diagnose.survived import Survival
 from slurm_hooks.diagnose.trust import contradicted, ended_clean, is_kernel
 from slurm_hooks.diagnose.verdict import (
     Verdict,
@@ -48,6 +49,8 @@ from slurm_hooks.timeline.events import Event, Timeline
 
 # Slurm ended the job, or no node is to blame: no root (DESIGN.md).
 _NO_ROOT = {"success", "unknown", "cancelled", "time_limit", "preempted"}
+# A process died or raised: the root is a rank (a link, a node's death, a GPU are not one process's)
+_PROCESS_LABELS = {"app_segfault", "checkpoint_segfault", "cdmm_checkpoint_segfault", "app_exception", "oom_killed"}
 MAX_EVIDENCE = 25
 MAX_SURVIVED = 8
 _FLOOR = datetime.min.replace(tzinfo=timezone.utc)
@@ -70,8 +73,16 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
             verdict = Verdict("completed", "success", None, None, None, [], details=details)
             return _assemble(ctx, timeline, verdict, [])
 
-    # A survivor's word that its peer went away bounds nothing: the peer's fault is its cause.
-    bounding = [e for e in symptoms if not ctx.has(e, "peer_lost")]
+    # A fault the job went on after (its progress, §8.30) did not end it: listed, never the root.
+    lived = Survival(ctx)
+    primaries, survived_faults = lived.split(primaries)
+    symptoms, survived_symptoms = lived.split(symptoms)
+    # The first timeout report bounds the candidates (§8.2, §8.36), not any earlier symptom. Without
+    # one: not a survivor's word that its peer went away (the peer's fault is its cause), nor an Xid
+    # that is not fatal (it travels with a rank's own error, which decides).
+    bounding = [e for e in symptoms if ctx.has(e, "watchdog")] or [
+        e for e in symptoms if not ctx.has(e, "peer_lost") and not ctx.has(e, "xid")
+    ]
     first_symptom = bounding[0] if bounding else None
     fault, concurrent = _first_fault(ctx, primaries, first_symptom)
     after = seen(ctx, symptoms[0] if symptoms else None)
@@ -88,8 +99,14 @@ def classify(bundle: Bundle, timeline: Timeline, pack: RulePack) -> Diagnosis:
         verdict = symptom_verdict(ctx, after, symptoms)
     else:
         verdict = state_verdict(job)
-    if masked:
+    if masked and fault is not None:
         verdict.details["masked_by_exit"] = {"state": job.state, "exit_code": job.exit_code}
+    if survived_faults or survived_symptoms:
+        firsts: dict[str, Event] = {}
+        for e in survived_symptoms:  # a symptom family's first: one rank's report of it stands for all
+            firsts.setdefault(e.family, e)
+        listed = [fault_record(e) for e in [*survived_faults, *firsts.values()][:MAX_SURVIVED]]
+        verdict.details["survived"] = [*verdict.details.get("survived", []), *listed][:MAX_SURVIVED]
     return _assemble(ctx, timeline, verdict, concurrent)
 
 
@@ -258,6 +275,8 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
         v.node = v.rank = None
     elif v.node is None:
         v.node = _only_node(ctx)  # one node: it is the root whenever the label has one (§8.14)
+    if v.rank is None and v.node is not None and v.label in _PROCESS_LABELS and ctx.ranks.world == 1:
+        v.rank = 0  # a world of one rank (Slurm's count, §8.34): a process's fault is that rank's
     # how sure, and a node verdict's root only on a witness (§8.28)
     withheld = settle(ctx, v, concurrent, timeline.unexamined)
     if withheld:
@@ -269,6 +288,8 @@ def _assemble(ctx: Context, timeline: Timeline, v: Verdict, concurrent: list[Eve
     notes = summarise([*timeline.notes, *flight_notes, *outside, *disputed, *([note] if note else [])])
     if concurrent:
         v.details["concurrent"] = [fault_record(e) for e in concurrent]
+    if ctx.world is not None and ctx.world.runs.earlier:  # earlier runs of the job id: context only (§8.29)
+        v.details["previous_runs"] = ctx.world.previous_runs(ctx.pack)
     if ctx.offsets:
         v.details["clock_offsets_s"] = {n: round(o.total_seconds(), 3) for n, o in sorted(ctx.offsets.items())}
     unique = {id(e): e for e in v.evidence}.values()

@@ -9,7 +9,10 @@ without a tie-break or a guess; low, with each reason, where
   candidate (`details.candidates`), the verdict the one the rules prefer;
 - Slurm records the job COMPLETED 0:0 and only the job's own output shows the crash;
 - the node's kernel logged a device fault (Xid, OOM kill, link) seconds from the first fault that
-  did not decide: it is listed in `details.companions`, never hidden.
+  did not decide: it is listed in `details.companions`, never hidden (an Xid that is not fatal,
+  seconds from a rank's crash or exception, is listed there too, without lowering the level: the
+  rank's own error decides, §8.36);
+- a process was SIGKILLed and nothing says who sent it (signals.py, §8.32).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.result import fault_record
+from slurm_hooks.diagnose.signals import killed_by
 from slurm_hooks.diagnose.trust import NODE_LABELS, is_kernel, witnessed_by
 from slurm_hooks.diagnose.verdict import Verdict
 from slurm_hooks.timeline.events import Event
@@ -48,7 +52,9 @@ def settle(ctx: Context, v: Verdict, concurrent: list[Event], unexamined: list[s
             f"root {v.node} found by absence: its ranks never reported the timeout (whether a rank prints is "
             "the job's choice), nothing shows it failed"
         )
-    concurrent = [e for e in concurrent if _could_decide(ctx, e)]  # forged node faults order nothing
+    # forged node faults order nothing; a rank's error on the node of the device fault that decided is
+    # its consequence, whatever the clocks say (§8.36)
+    concurrent = [e for e in concurrent if _could_decide(ctx, e) and not _caused_by(ctx, v, e)]
     if concurrent and v.fault is not None:
         unstamped = any(e.time is None for e in [v.fault, *concurrent])
         reasons.append(
@@ -59,8 +65,10 @@ def settle(ctx: Context, v: Verdict, concurrent: list[Event], unexamined: list[s
         candidates += [_candidate(ctx, e) for e in [v.fault, *concurrent]]
     if "masked_by_exit" in v.details and not any(is_kernel(e) for e in (v.crash.sightings if v.crash else [])):
         reasons.append("Slurm records COMPLETED 0:0; only the job's own output shows the crash")
-    if companions := _companions(ctx, v, concurrent):
-        v.details["companions"] = [fault_record(e) for e in companions[:MAX_CANDIDATES]]
+    companions = _companions(ctx, v, concurrent)
+    if said := [*companions, *_travellers(ctx, v)]:  # app Xids travel with the rank's error (§8.36)
+        v.details["companions"] = [fault_record(e) for e in said[:MAX_CANDIDATES]]
+    if companions:
         reasons.append(
             f"the node's kernel logged {', '.join(sorted({ctx.label_of(e) for e in companions}))} within "
             f"{ctx.pack.ordering.crash_merge_s:g} s of it: its cause or its companion (listed in companions)"
@@ -73,6 +81,9 @@ def settle(ctx: Context, v: Verdict, concurrent: list[Event], unexamined: list[s
         candidates += [_candidate(ctx, e) for e in ([v.fault] if v.fault is not None else []) + unheard]
     if unexamined:
         reasons.append(f"lines a work limit left unexamined may hold the fault: {unexamined[0]}")
+    if unsure := killed_by(ctx, v.label, v.details):  # a SIGKILL: who sent it (§8.32)
+        reasons.append(unsure)
+        candidates += v.details.pop("candidates", [])
     v.details["confidence"] = {"level": "low" if reasons else "high", "reasons": reasons}
     if candidates:
         v.details["candidates"] = candidates[:MAX_CANDIDATES]
@@ -111,11 +122,14 @@ def _unheard(ctx: Context, v: Verdict, concurrent: list[Event], companions: list
     if v.basis in ("completed", "state") or _kernel_backed(ctx, v):
         return []
     said = {id(e) for e in [*v.evidence, *concurrent, *companions]}
+    # a fault the job went on after is said too: details.survived lists it (§8.30)
+    survived = {r.get("source") for r in v.details.get("survived", []) if isinstance(r, dict)}
     return [
         e
         for e in ctx.events
         if is_kernel(e)
         and id(e) not in said
+        and f"{e.source}:{e.line_no}" not in survived
         and id(e) not in ctx.weak
         and ctx.is_primary(e)
         and ctx.label_of(e) in NODE_LABELS
@@ -147,6 +161,34 @@ def _companions(ctx: Context, v: Verdict, concurrent: list[Event]) -> list[Event
         and ctx.label_of(e) != v.label
         and ctx.order.near(e, v.fault, ctx.merge_span)
     ]
+
+
+def _travellers(ctx: Context, v: Verdict) -> list[Event]:
+    """Xids that are not fatal (13, 31, 43: the application's own fault as the GPU saw it) the node's
+    kernel logged seconds from the rank's crash or exception: its companions, listed; the rank's own
+    error decides, so they leave the confidence as it is (§8.36)."""
+    if v.fault is None or (v.basis != "crash" and not ctx.has(v.fault, "exception")):
+        return []
+    node = v.node or v.fault.node
+    return [
+        e
+        for e in ctx.with_trait("xid")
+        if is_kernel(e) and e.node == node and not ctx.is_primary(e) and ctx.order.near(e, v.fault, ctx.merge_span)
+    ]
+
+
+def _caused_by(ctx: Context, v: Verdict, ev: Event) -> bool:
+    """`ev`, a rank's crash or exception placed seconds from the device fault that decided (a fatal
+    Xid, a link fault) on the node whose kernel logged it, and not before it: that fault's
+    consequence, not a rival (§8.36). A line the clocks cannot place at all stays a candidate (§8.28)."""
+    if v.label not in ("gpu_xid", "fabric_error") or v.fault is None or not _kernel_backed(ctx, v):
+        return False
+    if not (ctx.has(ev, "exception") or ctx.has(ev, "crash")) or ev.node is None or ev.node != v.node:
+        return False
+    placed = ev.when is not None and ctx.order.near(ev, v.fault, ctx.merge_span)
+    if not placed or ctx.order.precedes(ev, v.fault) is True:
+        return False
+    return v.rank is None or ev.rank is None or ev.rank == v.rank
 
 
 def _by_absence(v: Verdict) -> bool:

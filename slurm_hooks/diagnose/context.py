@@ -1,4 +1,9 @@
-"""What every stage reads: the bundle, its events with ranks and nodes resolved, and the pack's vocabulary."""
+"""What every stage reads: the bundle, its events with ranks and nodes resolved, and the pack's vocabulary.
+
+Built once, in the order of a job's world (diagnose/world.py): its runs (only the last one's events
+go on), then its steps, then the tasks and ranks of each step completed from Slurm's counts, then the
+events placed in them.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from slurm_hooks.diagnose.ranks import RankMap, build_rank_map
 from slurm_hooks.diagnose.skew import correct, node_offsets
 from slurm_hooks.diagnose.slurm_state import disputed
 from slurm_hooks.diagnose.witness import weak_witnesses
+from slurm_hooks.diagnose.world import World
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event, Timeline
 
@@ -30,6 +36,7 @@ class Context:
     weak: frozenset[int] = frozenset()
     disputed: list[Event] = field(default_factory=list)
     offsets: dict[str, timedelta] = field(default_factory=dict)  # nodes whose clocks run off the first's (§8.22)
+    world: World | None = None  # the job's runs and steps (§8.29, §8.33)
     # Found once a trait: the stages ask per crash and per sighting, and a job whose every rank crashed
     # has thousands of those (a walk through all events each would make the diagnosis quadratic).
     _traits: dict[str, list[Event]] = field(default_factory=dict, repr=False)
@@ -40,7 +47,11 @@ class Context:
         nodes = bundle.job.nodes or _nodes_seen(bundle)
         bound = job_ranks(bundle.job, nodes, timeline.events)
         drop_out_of_job(timeline.events, bound, timeline.notes)
-        ranks = build_rank_map(timeline.events, nodes, pack, bound)
+        world = World.of(bundle, timeline.events, pack)
+        timeline.notes.extend(world.notes())
+        current = world.runs.last
+        tasks = world.slurm_tasks(current)
+        ranks = build_rank_map(current, nodes, pack, bound, world.steps, tasks)
         if ranks.claimed_world > bound:
             timeline.notes.append(
                 f"a log claims a world of {ranks.claimed_world} ranks, past the {bound} this job can have: "
@@ -51,14 +62,15 @@ class Context:
             f"{e.source}: line {e.line_no}: {e.fields['named_node']!r} is not a node of this job; not taken as evidence"
             for e in ranks.outside
         )
-        events = [e for e in timeline.events if id(e) not in outside]
+        events = [e for e in current if id(e) not in outside]
         offsets = node_offsets(events, pack, ranks.nodes)
         events = correct(events, offsets)
         events = _on_timeline(events, terminal_exceptions(bundle, events, pack, ranks))
         weak = weak_witnesses(bundle.job, events, ranks)
         unvouched = disputed(bundle.job, events, pack)
         weak = weak.union(id(e) for e in unvouched)
-        return cls(bundle, events, pack, Order(pack.ordering.simultaneous_s), ranks, weak, unvouched, offsets)
+        order = Order(pack.ordering.simultaneous_s)
+        return cls(bundle, events, pack, order, ranks, weak, unvouched, offsets, world)
 
     def has(self, ev: Event, trait: str) -> bool:
         return self.pack.has(ev.family, trait)

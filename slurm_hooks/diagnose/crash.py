@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from slurm_hooks.diagnose import signals
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.ranks import TorchrunEntry
 from slurm_hooks.diagnose.saves import open_save
@@ -133,8 +134,14 @@ def _per_stream(sightings: list[Event]) -> list[Event]:
 
 
 def _summary_entry(ctx: Context, sightings: list[Event]) -> TorchrunEntry | None:
-    """The torchrun summary entry of this crash: by pid, by the agent's stream and local rank, or the only one."""
-    crashed = [e for e in ctx.ranks.entries if e.crashed]
+    """The torchrun summary entry of this crash: by pid, by the agent's stream and local rank, or the only one.
+    An entry is the crash's when its exit code names the signal the sightings name (`-7` for SIGBUS)."""
+    named = {sig for s in sightings if (sig := signals.of_fields(s.fields))}
+    crashed = [
+        e
+        for e in ctx.ranks.entries
+        if (signals.name(str(e.code)) in named if named and e.code is not None else e.crashed)
+    ]
     pids = {int(p) for s in sightings for k in ("pid", "spid") if (p := s.fields.get(k, "")).isdigit()}
     for entry in crashed:
         if entry.pid in pids:

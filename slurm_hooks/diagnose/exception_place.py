@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from slurm_hooks.diagnose.ranks import RankMap, TorchrunEntry, expand_tasks
+from slurm_hooks.diagnose.ranks import RankMap, TorchrunEntry
+from slurm_hooks.diagnose.steps import StepKey, expand_lists, expand_tasks
 from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.tracebacks import Block
 
 SUMMARY_SPAN = 12  # lines from a torchrun summary entry's first line to its traceback
 STOPPED = (-15, -9)  # exit codes of workers torchrun itself stopped
-MAX_TASKS = 1 << 16  # tasks srun's lines are read for
+MAX_TASKS = 1 << 16  # the ranks srun's lines are read for when the world is not known
 
 
 class Placer:
@@ -40,31 +41,23 @@ class Placer:
         for entry in ranks.entries:
             if entry.host:
                 self.local_ranks.setdefault((entry.local_rank, entry.host), entry)
-        # srun's own lines name Slurm's node of a task (the rank map may hold a log's host name for it), and
-        # which tasks ended; both bounded, whatever task ranges the lines print
-        self.task_nodes: dict[int, str | None] = {}
-        lists: set[tuple[str | None, str]] = set()  # a list srun repeats is read once (§8.25)
-        for e in task_ends:
-            if len(self.task_nodes) >= MAX_TASKS:
-                break
-            if (e.node, e.fields["tasks"]) in lists:
-                continue
-            lists.add((e.node, e.fields["tasks"]))
-            node = e.node if e.node in self.nodes else None
-            for t in expand_tasks(e.fields["tasks"], below=ranks.world or MAX_TASKS):  # one node's tasks a line
-                self.task_nodes[t] = self.task_nodes.get(t) or node
+        # srun's own lines name Slurm's node of a task of a step (the rank map may hold a log's host name
+        # for it), and which tasks ended; both bounded, whatever task ranges the lines print (§8.25, §8.33)
+        ended = expand_lists(task_ends, ranks.steps, ranks.world or MAX_TASKS)
+        self.task_nodes = {key: node if node in self.nodes else None for key, node in ended.items()}
         # torchrun's summary witnesses who failed first: a rank it stopped (SIGTERM, SIGKILL) failed after another
         self.stopped = {e.rank for e in ranks.entries if e.code in STOPPED and e.rank is not None}
 
     def place(self, rel: str, block: Block) -> tuple[int | None, str | None, bool]:
         """(rank, node, whether the rank's end is witnessed) of a block."""
         task, local_rank, prefix_rank = block.stream
+        step = self.ranks.steps.at(rel, block.start_line)
         entry = self._summary_entry(rel, block)
-        rank, node = self._place(block, entry)
+        rank, node = self._place(block, entry, step)
         if rank is None and task is None and prefix_rank is None and local_rank is None:
-            rank, node = self._only_failed_task(node)
+            rank, node = self._only_failed_task(node, step)
         node = node if node in self.nodes else None  # a log's host name that is no job node names none
-        return rank, node, entry is not None or self._exited(task, rank)
+        return rank, node, entry is not None or self._exited(task, rank, step)
 
     def _summary_entry(self, rel: str, block: Block) -> TorchrunEntry | None:
         """The torchrun summary entry whose `traceback :` this block is (its error_file's): one that
@@ -77,9 +70,9 @@ class Placer:
         ]
         return self.ranks.entries[min(i for _, i in near)] if near else None
 
-    def _place(self, block: Block, entry: TorchrunEntry | None) -> tuple[int | None, str | None]:
+    def _place(self, block: Block, entry: TorchrunEntry | None, step: StepKey) -> tuple[int | None, str | None]:
         task, local_rank, prefix_rank = block.stream
-        node = self._task_node(task) if task is not None else None
+        node = self._task_node(task, step)
         if entry is not None:  # its host is torchrun's getfqdn(): only a name of the job's nodes is a node
             return entry.rank, node or (entry.host if entry.host in self.nodes else None)
         if prefix_rank is not None:  # c10's [rankN]: a global rank (§8.13)
@@ -93,31 +86,35 @@ class Placer:
             return task, node or self._job_node(self.ranks.node_of(task))
         return None, node
 
-    def _exited(self, task: int | None, rank: int | None) -> bool:
+    def _exited(self, task: int | None, rank: int | None, step: StepKey) -> bool:
         """srun says the task ended (exit code, signal), or torchrun's summary names the rank."""
         if rank is not None and rank in self.summary_ranks:
             return True
         if task is None:
             return False
-        return task in self.task_nodes
+        return (step, task) in self.task_nodes
 
-    def _only_failed_task(self, node: str | None) -> tuple[int | None, str | None]:
-        """An unlabelled stream: the rank is the one task srun says failed, if only one did."""
-        exited = [e for e in self.task_ends if e.fields.get("what", "").startswith("Exited with exit code")]
+    def _only_failed_task(self, node: str | None, step: StepKey) -> tuple[int | None, str | None]:
+        """An unlabelled stream: the rank is the one task srun says failed in its step, if only one did."""
+        exited = [
+            e
+            for e in self.task_ends
+            if e.fields.get("what", "").startswith("Exited with exit code") and self.ranks.steps.of(e) == step
+        ]
         failed = {t for e in exited for t in expand_tasks(e.fields["tasks"], limit=2)}
         if len(failed) != 1:
             return None, node
         task = failed.pop()
-        return task, node or self._task_node(task) or self._job_node(self.ranks.node_of(task))
+        return task, node or self._task_node(task, step) or self._job_node(self.ranks.node_of(task))
 
     def _job_node(self, node: str | None) -> str | None:
         """A rank's node as the rank map has it, only when it is one of the job's (torchrun's host may be localhost)."""
         return node if node in self.nodes else None
 
-    def _task_node(self, task: int | None) -> str | None:
+    def _task_node(self, task: int | None, step: StepKey) -> str | None:
         if task is None:
             return None
-        return self.task_nodes.get(task) or self._job_node(self.ranks.task_nodes.get(task))
+        return self.task_nodes.get((step, task)) or self._job_node(self.ranks.task_node(step, task))
 
 
 def _first_line(summary: tuple[int, int]) -> int:

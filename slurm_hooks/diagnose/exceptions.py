@@ -28,7 +28,8 @@ from slurm_hooks.timeline.clocks import ClockContext
 from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.hits import MatchMeter
 from slurm_hooks.timeline.scan import Hit
-from slurm_hooks.timeline.tracebacks import Block, Raised, Start, read_blocks, stream_of
+from slurm_hooks.timeline.structured import event_stream
+from slurm_hooks.timeline.tracebacks import Block, Raised, Start, read_blocks
 from slurm_hooks.timeline.untimed import place_untimed
 
 MIN_STREAMS = 4096  # streams followed per file, or STREAMS_PER_NODE a node when more: beyond, the latest ones
@@ -97,7 +98,7 @@ class _Finder:
         by_line = {e.line_no: e for e in heads}
         starts = self._starts(rel, heads)
         try:
-            blocks = read_blocks(file, starts, self._parse, self._went_on, self.bundle.skipped)
+            blocks = read_blocks(file, starts, self._parse, self._went_on, self.bundle.skipped, self._consequence)
         except OSError as exc:  # gone, or a link planted since the scan (refused, not followed)
             self.bundle.skipped.append(f"{rel}: tracebacks not read ({exc.strerror or exc})")
             return []
@@ -125,7 +126,7 @@ class _Finder:
     def _starts(self, rel: str, heads: list[Event]) -> list[Start]:
         per_stream: dict[tuple[int | None, int | None, int | None], list[Event]] = {}
         for ev in heads:
-            per_stream.setdefault(stream_of(ev.text)[0], []).append(ev)
+            per_stream.setdefault(event_stream(ev), []).append(ev)
         if len(per_stream) > self.max_streams:
             self.bundle.skipped.append(f"{rel}: tracebacks of {len(per_stream) - self.max_streams} streams not read")
             latest = sorted(per_stream, key=lambda s: per_stream[s][-1].line_no)[-self.max_streams :]
@@ -149,12 +150,16 @@ class _Finder:
     def _went_on(self, body: str) -> bool:
         return self.progress(body)
 
+    def _consequence(self, text: str) -> bool:
+        """An exception the pack calls another's consequence (a peer went away, a child failed)."""
+        return any(_has_keyword(r, text) and self.meter.matches([r], text) for r in self.consequences)
+
     def _event(self, rel: str, block: Block, head: Event | None) -> Event | None:
         cause = block.chain[0]
         text = f"{cause.exc_type}: {cause.message}" if cause.message else cause.exc_type
         if block.went_on or any((rel, r.line_no) in self.primary_lines for r in block.chain):
             return None
-        if any(_has_keyword(r, text) and self.meter.matches([r], text) for r in self.consequences):
+        if self._consequence(text):
             return None
         task, local_rank, _ = block.stream
         rank, node, ended = self.placer.place(rel, block)

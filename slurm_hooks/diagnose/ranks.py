@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from slurm_hooks.diagnose.bounds import MAX_TASKS_PER_NODE
 from slurm_hooks.diagnose.pidmap import PidKey, build_pid_map, rank_of
+from slurm_hooks.diagnose.steps import StepKey, Steps, expand_lists, expand_tasks
 from slurm_hooks.rules import RulePack
 from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.hosts import NodeNames
@@ -42,7 +42,7 @@ class TorchrunEntry:
 class RankMap:
     nodes: tuple[str, ...]  # the job's nodes, in Slurm's order
     torchrun: bool  # srun tasks are torchrun agents (one per node), not ranks
-    task_nodes: dict[int, str] = field(default_factory=dict)
+    task_nodes: dict[tuple[StepKey, int], str] = field(default_factory=dict)  # a task is its step's (§8.33)
     rank_nodes: dict[int, str] = field(default_factory=dict)
     pid_ranks: dict[PidKey, int] = field(default_factory=dict)
     entries: list[TorchrunEntry] = field(default_factory=list)
@@ -50,6 +50,7 @@ class RankMap:
     claimed_world: int = 0  # the largest world size a log printed; past the job's bound it is clamped (and noted)
     names: NodeNames = field(default_factory=lambda: NodeNames(()))
     outside: list[Event] = field(default_factory=list)  # srun lines naming a node outside the job: no evidence
+    steps: Steps = field(default_factory=Steps)
 
     def node_of(self, rank: int | None) -> str | None:
         if rank is None:
@@ -63,36 +64,46 @@ class RankMap:
             return nodes[rank // (world // len(nodes))]  # srun's default block distribution
         return None
 
+    def task_node(self, step: StepKey, task: int | None) -> str | None:
+        """The node of srun task `task` of `step`: its step's map, else where Slurm's record of the
+        step puts it (one node; torchrun's one agent a node); never another step's map."""
+        if task is None:
+            return None
+        if node := self.task_nodes.get((step, task)):
+            return node
+        nodes = _step_nodes(self.steps, step)
+        if len(nodes) == 1:
+            return nodes[0]
+        if self.torchrun and task < len(nodes):
+            return nodes[task]
+        return None
+
     def rank_of_pid(self, node: str | None, pid: str | None) -> int | None:
         if not pid or not pid.isdigit():
             return None
         return rank_of(self.pid_ranks, node, int(pid))
 
 
-def expand_tasks(spec: str, limit: int = MAX_TASKS_PER_NODE, below: int = 1 << 31) -> list[int]:
-    """srun's compressed task lists: `8,10-11` -> [8, 10, 11]; at most `limit` ids (one line names
-    one node's tasks: MaxTasksPerNode), none at or past `below` (the job's ranks)."""
-    out: list[int] = []
-    for part in spec.split(",", limit):
-        lo, _, hi = part.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()) or len(lo) > 10 or len(hi) > 10:
-            continue
-        first, last = int(lo), min(int(hi or lo), below - 1)
-        out.extend(range(first, min(last, first + limit) + 1))
-        if len(out) >= limit:
-            break
-    return out[:limit]
-
-
-def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack, bound: int = 1 << 31) -> RankMap:
+def build_rank_map(
+    events: list[Event],
+    nodes: tuple[str, ...],
+    pack: RulePack,
+    bound: int = 1 << 31,
+    steps: Steps | None = None,
+    slurm_tasks: int = 0,
+) -> RankMap:
     """The map, and every event's `node` and global `rank` filled in from it where the line left them open.
 
     `bound`: the most ranks the job can have (diagnose/bounds.py); no number in a log goes past it.
+    `steps`: which step each line is (diagnose/steps.py); a task's node comes from its own step only.
+    `slurm_tasks`: the deciding step's task count as Slurm has it (0: not known); with the node list
+    it completes the world: a rank that printed nothing still exists (§8.34).
     Host names in log lines become the job's Slurm node names first (§8.20); a name outside the
     job is no node.
     """
     torchrun = any(e.local_rank is not None or "local_rank" in e.fields for e in events)
-    ranks = RankMap(nodes=nodes, torchrun=torchrun)
+    ranks = RankMap(nodes=nodes, torchrun=torchrun, steps=steps or Steps())
+    steps = ranks.steps
     logs = [e for e in events if e.source.startswith("logs/")]
     names = ranks.names = NodeNames(nodes)
     for ev in logs:
@@ -107,33 +118,34 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack, 
             ev.node = nodes[0]
     gone = {id(e) for e in ranks.outside}
     events, logs = [e for e in events if id(e) not in gone], [e for e in logs if id(e) not in gone]
-    lists: set[tuple[str, str]] = set()  # a task list srun repeats for a node is expanded once
-    for ev in logs:  # srun: task -> node
-        if ev.node and "tasks" in ev.fields:
-            if (ev.node, ev.fields["tasks"]) in lists:
-                continue
-            lists.add((ev.node, ev.fields["tasks"]))
-            for task in expand_tasks(ev.fields["tasks"], below=bound):
-                ranks.task_nodes.setdefault(task, ev.node)
-        elif ev.node and ev.task is not None:
-            ranks.task_nodes.setdefault(ev.task, ev.node)
-    agents = {e.task for e in logs if e.task is not None}
-    if torchrun and len(nodes) > 1 and agents and max(agents) < len(nodes):
-        for task in agents:  # one torchrun agent per node: srun's block distribution puts task i on node i
-            ranks.task_nodes.setdefault(task, nodes[task])
+    srun = [e for e in logs if e.node and "tasks" in e.fields]
+    ranks.task_nodes.update((k, n) for k, n in expand_lists(srun, steps, bound).items() if n)  # srun: task -> node
+    for ev in logs:
+        if ev.node and ev.task is not None and "tasks" not in ev.fields:
+            ranks.task_nodes.setdefault((steps.of(ev), ev.task), ev.node)
+    agents = {(steps.of(e), e.task) for e in logs if e.task is not None}
+    if torchrun and agents:
+        for step, task in agents:  # one torchrun agent per node: srun's block distribution puts task i on node i
+            on = _step_nodes(steps, step) or nodes
+            if len(on) > 1 and max(t for s, t in agents if s == step) < len(on):
+                ranks.task_nodes.setdefault((step, task), on[task])
     for ev in logs:
         if ev.node is None and ev.task is not None:
-            ev.node = ranks.task_nodes.get(ev.task)
+            ev.node = ranks.task_node(steps.of(ev), ev.task)
         if ev.rank is None and not torchrun and ev.fields.get("speaker") != "slurmstepd":
             tasks = expand_tasks(ev.fields["tasks"], limit=2) if "tasks" in ev.fields else []
             ev.rank = tasks[0] if len(tasks) == 1 else ev.task
+        elif ev.rank is None and len(_step_nodes(steps, steps.of(ev)) or nodes) == 1:
+            # a step (or a job) Slurm ran on one node: its local ranks are its ranks (§8.34)
+            ev.rank = ev.local_rank if ev.local_rank is not None else ev.field_int("local_rank")
     ranks.entries = _torchrun_entries([e for e in logs if pack.has(e.family, "torchrun_entry")])
     for entry in ranks.entries:  # the summary is the authority on where a rank ran
         entry.host = names.canonical(entry.host)
         if entry.rank is not None and entry.host:
             ranks.rank_nodes[entry.rank] = entry.host
-    if not torchrun:
-        for task, node in ranks.task_nodes.items():
+    if not torchrun:  # a task is a rank: the deciding step's place for it first
+        last = steps.of(logs[-1]) if logs else None
+        for (_, task), node in sorted(ranks.task_nodes.items(), key=lambda kv: kv[0][0] != last):
             ranks.rank_nodes.setdefault(task, node)
     ranks.pid_ranks = build_pid_map(events, pack, [(e.host, e.pid, e.rank) for e in ranks.entries])
     for ev in events:  # a line that names a process names its rank (§8.18)
@@ -145,11 +157,30 @@ def build_rank_map(events: list[Event], nodes: tuple[str, ...], pack: RulePack, 
     worlds = [w for e in logs if pack.has(e.family, "world_size") and (w := e.field_int("world"))]
     seen = [e.rank for e in events if e.rank is not None] + list(ranks.rank_nodes)
     ranks.claimed_world = max(worlds, default=0)
-    ranks.world = min(ranks.claimed_world or (max(seen) + 1 if seen else 0), bound)
+    counted = max(max(seen) + 1 if seen else 0, _slurm_world(ranks, logs, slurm_tasks))
+    ranks.world = min(ranks.claimed_world or counted, bound)
     for ev in logs:
         if ev.node is None and ev.rank is not None:
             ev.node = ranks.node_of(ev.rank)
     return ranks
+
+
+def _step_nodes(steps: Steps, step: StepKey) -> tuple[str, ...]:
+    info = steps.info(step)
+    return info.nodes if info else ()
+
+
+def _slurm_world(ranks: RankMap, logs: list[Event], tasks: int) -> int:
+    """The ranks Slurm's counts say the step has (§8.34): its task count where each task is a rank;
+    under torchrun (one agent task a node) its nodes times the local ranks one node runs, since
+    torchrun's --nproc-per-node is every node's."""
+    if not ranks.torchrun:
+        return tasks
+    local = [
+        r for e in logs if (r := e.local_rank if e.local_rank is not None else e.field_int("local_rank")) is not None
+    ]
+    per_node = max(local, default=-1) + 1
+    return per_node * len(ranks.nodes) if len(ranks.nodes) > 1 else 0
 
 
 def _torchrun_entries(lines: list[Event]) -> list[TorchrunEntry]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slurm_hooks.bundle import JobInfo
+from slurm_hooks.diagnose import signals
 from slurm_hooks.diagnose.context import Context
 from slurm_hooks.diagnose.crash import Crash
 from slurm_hooks.diagnose.silence import silent_ranks_details
@@ -60,7 +61,14 @@ def crash_verdict(fault: Event, crash: Crash, cdmm: str, after: Seen | None) -> 
     }
     if crash.child:
         details["crashed_process"] = crash.child
+    if signal := crash_signal(fault, crash):
+        details["signal"] = signal
     return Verdict("crash", label, fault, crash.node, crash.rank, evidence, details, after, crash)
+
+
+def crash_signal(fault: Event, crash: Crash) -> str | None:
+    """The signal the crash died of, as its first fault names it, else as another sighting does (§8.32)."""
+    return next((s for e in [fault, *crash.sightings] if (s := signals.of_fields(e.fields))), None)
 
 
 def hardware_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict:
@@ -84,13 +92,20 @@ def hardware_verdict(ctx: Context, fault: Event, after: Seen | None) -> Verdict:
     evidence = [*sightings[:6]]
     if ctx.has(fault, "xid"):
         details["xid"] = fault.field_int("xid")
+        # the rank's own CUDA error, else the process the Xid names, else the rank NCCL put on its GPU
         user = _gpu_user(ctx, fault, node)
         rank = user.rank if user else ctx.ranks.rank_of_pid(node, fault.fields.get("pid"))
+        if rank is None and (user := _on_gpu(ctx, fault, node)) is not None:
+            rank = user.rank
         evidence += [user] if user else []
     elif ctx.has(fault, "link"):
         rank = None  # a link is not a rank
-    else:
+    else:  # an OOM kill names its process: the job's own lines tie that pid to a rank (§8.18)
         rank = next((e.rank for e in sightings if e.rank is not None), None)
+        for e in sightings if rank is None else ():
+            rank = ctx.ranks.rank_of_pid(e.node or node, e.fields.get("pid"))
+            if rank is not None:
+                break
     evidence += [after.first] if after else []
     return Verdict("primary", label, fault, node, rank, evidence, details, after)
 
@@ -106,6 +121,34 @@ def _gpu_user(ctx: Context, xid: Event, node: str | None) -> Event | None:
         ):
             return ev
     return None
+
+
+def _on_gpu(ctx: Context, xid: Event, node: str | None) -> Event | None:
+    """The NCCL init line of the rank whose GPU the Xid names, on the Xid's node: NCCL prints each
+    rank's PCI address as `busId 6000` (0000:06:00.0, punctuation dropped), the kernel as `PCI:0000:06:00`."""
+    gpu = _pci(xid.fields.get("bdf", ""))
+    if gpu is None or node is None:
+        return None
+    on = [  # NCCL's init lines tie a pid, and with `bus` a GPU, to a rank
+        ev
+        for ev in ctx.with_trait("pid_rank")
+        if ev.node == node and ev.rank is not None and "bus" in ev.fields and _pci(ev.fields["bus"], packed=True) == gpu
+    ]
+    return on[0] if len({ev.rank for ev in on}) == 1 else None  # two ranks on one GPU name neither
+
+
+def _pci(text: str, packed: bool = False) -> tuple[int, int, int] | None:
+    """(domain, bus, device) of a PCI address: `0000:06:00` / `0000:06:00.0`, or NCCL's packed hex digits."""
+    if packed:
+        digits = text.rjust(9, "0") if 0 < len(text) <= 16 else ""
+        parts = [digits[:-5], digits[-5:-3], digits[-3:-1]] if digits else []
+    else:
+        parts = text.split(".")[0].split(":")
+    try:
+        domain, bus, device = (int(p, 16) for p in parts)
+    except ValueError:
+        return None
+    return domain, bus, device
 
 
 def silent_ranks(ctx: Context, symptoms: list[Event]) -> tuple[str | None, int | None, dict[str, Any]]:
@@ -145,10 +188,13 @@ def state_verdict(job: JobInfo) -> Verdict:
     label = STATE_LABEL.get(job.state)
     code, sig = job.exit_status
     dcode, dsig = job.derived_status
-    if label is None and (139 in (code, dcode) or 11 in (sig, dsig)):
-        label = "app_segfault"
+    # a crash signal in Slurm's record: a step's `0:7`, a script's `135:0` (§7, §8.32)
+    signal = signals.of_exit(code, sig) or signals.of_exit(dcode, dsig)
+    details: dict[str, Any] = {}
+    if label is None and signals.number(signal) in signals.CRASH:
+        label, details["signal"] = "app_segfault", signal
     elif label is None and job.state == "COMPLETED" and (code, sig) == (0, 0):
         label = "success"
     elif label is None:
         label = "unknown"
-    return Verdict("state", label, None, None, None, [])
+    return Verdict("state", label, None, None, None, [], details)

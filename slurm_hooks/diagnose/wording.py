@@ -31,7 +31,7 @@ def summary(v: Verdict, job: JobInfo, facts: NodeFacts | None, node: str | None)
         return _primary(v, node)
     if v.basis == "symptom":
         return _symptom(v)
-    return _state(v.label, job)
+    return _state(v.label, job, v.details.get("signal"))
 
 
 def _crash(v: Verdict, facts: NodeFacts | None) -> str:
@@ -48,7 +48,9 @@ def _crash(v: Verdict, facts: NodeFacts | None) -> str:
     )
     crc = [f for f in crash.frames if "func" in f.fields and f.rule.family == "crc_frame"]
     funcs = [name for f in (crc or crash.frames) if (name := _function(f.fields.get("func", "")))]
-    text = who(v.rank, v.node, crash.child) + (f" ({stack})" if stack else "") + " segfaulted"
+    signal = v.details.get("signal")  # SIGSEGV keeps its word; another signal is named (§8.32)
+    died = " segfaulted" if signal in (None, "SIGSEGV") else f" crashed ({signal})"
+    text = who(v.rank, v.node, crash.child) + (f" ({stack})" if stack else "") + died
     if funcs:
         text += f" in {funcs[0]}"
     if crash.child != "dataloader_worker":
@@ -111,7 +113,7 @@ def _symptom(v: Verdict) -> str:
     return text + "; every rank reported it, so no single node is to blame"
 
 
-def _state(label: str, job: JobInfo) -> str:
+def _state(label: str, job: JobInfo, signal: str | None = None) -> str:
     codes = ", ".join(
         p
         for p in (
@@ -123,7 +125,7 @@ def _state(label: str, job: JobInfo) -> str:
     if label == "success":
         return "Slurm reports COMPLETED with exit 0 and no failure signature was found"
     if label == "app_segfault":
-        return f"The exit code says SIGSEGV ({codes}); no log line names the rank"
+        return f"The exit code says {signal or 'SIGSEGV'} ({codes}); no log line names the rank"
     if label == "unknown":
         ended = f"The job ended {job.state}" if job.state else "The job failed"
         return ended + (f" ({codes})" if codes else "") + "; no known failure signature was found"

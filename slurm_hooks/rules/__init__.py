@@ -152,6 +152,7 @@ class _Merged:
     advice: dict[str, tuple[AdviceLine, ...]] = field(default_factory=dict)
     families: dict[str, Family] = field(default_factory=dict)
     progress: tuple[LinearPattern, ...] = ()
+    progress_counters: tuple[LinearPattern, ...] = ()
     launchers: tuple[LinearPattern, ...] = ()
 
 
@@ -168,6 +169,7 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
         families = {**merged.families, **parse_families(doc, where)}
         advice = parse_advice(doc, where, template_errors)
         progress = parse_progress(doc, where, compile_linear)
+        counters = parse_progress(doc, where, compile_linear, key="progress_counters")
         launchers = parse_progress(doc, where, compile_linear, key="launchers")
         check_declared({name: rule.family for name, rule in parsed.items() if rule}, families, where)
     except (VocabularyError, PatternError) as exc:
@@ -194,6 +196,7 @@ def _merge(merged: _Merged, doc: dict[str, Any], where: str) -> None:
     merged.advice.update(advice)
     merged.families = families
     merged.progress = merged.progress if progress is None else progress
+    merged.progress_counters = merged.progress_counters if counters is None else counters
     merged.launchers = merged.launchers if launchers is None else launchers
 
 
@@ -260,5 +263,6 @@ def load_rule_pack(extra_files: Iterable[str | Path] = (), strict: bool = False)
         skipped=tuple(skipped),
         families=merged.families,
         progress=merged.progress,
+        progress_counters=merged.progress_counters,
         launchers=merged.launchers,
     )

@@ -51,6 +51,7 @@ class Ordering:
     crash_merge_s: float = 60.0
     frame_lines: int = 200
     teardown_s: float = 900.0
+    save_window_s: float = 1800.0  # a save open this long, with no end marker, is over (§8.31)
 
 
 ORDERING_MAX = 7 * 86400  # seconds or lines; beyond a week no ordering value means anything
@@ -66,7 +67,9 @@ class RulePack:
     sources: tuple[str, ...]
     skipped: tuple[str, ...] = ()  # operator rule files left out, and why
     families: dict[str, Family] = field(default_factory=dict)
-    progress: tuple[LinearPattern, ...] = ()  # lines that say training went on (read near save markers only)
+    progress: tuple[LinearPattern, ...] = ()  # lines that say training went on (read on demand, never scanned)
+    # counters (progress bars) that say it went on only where their `n` goes up (timeline/progress.py)
+    progress_counters: tuple[LinearPattern, ...] = ()
     launchers: tuple[LinearPattern, ...] = ()  # launcher prefixes (pdsh, Open MPI) in front of a line (§8.19)
 
     def has(self, family: str, trait: str) -> bool:

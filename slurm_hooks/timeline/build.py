@@ -23,6 +23,7 @@ from slurm_hooks.timeline.noise import printable, segments, strip_ansi
 from slurm_hooks.timeline.prefixes import Prefixed, inherit, strip_prefixes
 from slurm_hooks.timeline.scan import Hit, Scanner
 from slurm_hooks.timeline.shares import LogRange, Parallel, Share, plan_shares
+from slurm_hooks.timeline.structured import Line, Record, decode, fragment, record_lines, widened
 from slurm_hooks.timeline.untimed import place_untimed
 
 TEXT_CHARS = 400
@@ -69,34 +70,48 @@ def _scan_log_range(scan: _Scan, part: LogRange, meter: MatchMeter) -> LogPart:
     for hit, rules in capped_hits(file, scan.scanner, scan.logs.keywords, family_cap, said, span):
         events: list[Event] = []
         first: Prefixed | None = None
+        record: Record | None = None  # the line's JSON or logfmt record (§8.35), for its `\r` tail too
         text = printable(hit.text[: TEXT_CHARS * 4])[:TEXT_CHARS]
-        for segment in segments(hit.text):  # each `\r` part of a progress-bar line on its own (§8.24)
+        for segment in (parts := segments(hit.text)):  # each `\r` part of a progress-bar line on its own (§8.24)
             pre = strip_prefixes(segment, pack.launchers, scan.hosts)
             if first is None:
-                first = pre
+                first, record = pre, decode(pre.body)
+                if record is not None and record.cut and len(parts) > 1:  # a long record's tail: its rank too
+                    record = widened(record, parts[-1])
+                found = record
             else:
                 pre = inherit(pre, first)
-            matches = meter.matches(rules, pre.body)
-            if not matches:
-                continue
-            stamp = log_time(pre.body, scan.ctx)
-            for rule, fields in matches:
-                rank = _int(fields.get("rank"))
-                events.append(
-                    Event(
-                        rule=rule,
-                        source=source,
-                        line_no=hit.line_no,
-                        text=text,
-                        task=pre.task,
-                        local_rank=pre.local_rank,
-                        offset=hit.offset,
-                        rank=rank if rank is not None else pre.rank,
-                        node=fields.get("node") or fields.get("host") or pre.host,
-                        time=stamp,
-                        fields={k: printable(v) for k, v in fields.items()},
+                found = fragment(pre.body, record) if record else None
+            read = (
+                [Line(pre, text)]
+                if found is None
+                else record_lines(segment, pre, found, scan.ctx, pack.launchers, scan.hosts, TEXT_CHARS)
+            )
+            for line in read:
+                matches = meter.matches(rules, line.pre.body)
+                if line.shadow is not None:  # the level before the first line, as a plain logger prints it
+                    matched = {id(r) for r, _ in matches}
+                    matches += meter.matches([r for r in rules if id(r) not in matched], line.shadow)
+                if not matches:
+                    continue
+                stamp = log_time(line.pre.body, scan.ctx) or line.time
+                for rule, fields in matches:
+                    rank = _int(fields.get("rank"))
+                    events.append(
+                        Event(
+                            rule=rule,
+                            source=source,
+                            line_no=hit.line_no,
+                            text=line.text,
+                            task=line.pre.task,
+                            local_rank=line.pre.local_rank,
+                            offset=hit.offset,
+                            rank=rank if rank is not None else line.pre.rank,
+                            node=fields.get("node") or fields.get("host") or line.pre.host,
+                            time=stamp,
+                            fields={k: printable(v) for k, v in fields.items()} | line.fields,
+                        )
                     )
-                )
         examined.append((frozenset(r.family for r in rules), events))
     lines = _lines_in(file, part.start, part.stop) if part.stop is not None else 0
     return LogPart(source, part.start, lines, examined, family_cap.cut, said + family_cap.slow_notes())

@@ -23,6 +23,7 @@ from slurm_hooks.bundle import BundleFile
 from slurm_hooks.rules import Rule
 from slurm_hooks.rules.pattern import KeywordSet
 from slurm_hooks.timeline.scan import Hit, Scanner
+from slurm_hooks.timeline.structured import keyword_forms
 
 RESCAN_AFTER = 2000  # hits in a row for spent families before the scan goes on without their keywords
 # A job log's lines a family examines grow with the job's nodes: each rank prints a per-rank family a
@@ -57,17 +58,35 @@ class KeywordIndex:
 
     def __init__(self, rules: Sequence[Rule]) -> None:
         self.rules = list(rules)
-        self.keywords = list(dict.fromkeys(k for r in self.rules for k in r.keywords))  # in pack order
+        own = list(dict.fromkeys(k for r in self.rules for k in r.keywords))  # in pack order
+        # what a JSON or logfmt record's escapes cannot hide of a keyword: scanned for, and a
+        # candidate for the keyword's rules, which then match the record's decoded lines (§8.35)
+        self.forms: dict[str, list[str]] = {}  # form -> the keywords it stands for
+        for k in own:
+            for f in keyword_forms(k):
+                if f not in own:
+                    self.forms.setdefault(f, []).append(k)
+        self.keywords = own + list(self.forms)
         holders: dict[str, list[int]] = {}  # the rules' places, so each list is in pack order
         for i, rule in enumerate(self.rules):
             for k in rule.keywords:
                 holders.setdefault(k, []).append(i)
         self._holders = list(holders.values())
         self._set = KeywordSet(list(holders)) if holders else None
+        self._escaped = self._set  # the set with each keyword's forms too: what the scan's hits are tested with
+        if self.forms:
+            for form, keywords in self.forms.items():
+                holders[form] = sorted({i for k in keywords for i in holders[k]})
+            self._escaped_holders = list(holders.values())
+            self._escaped = KeywordSet(list(holders))
+        else:
+            self._escaped_holders = self._holders
 
-    def rules_in(self, line: str) -> list[Rule]:
-        found = [self._holders[i] for i in self._set.found(line)] if self._set else []
-        order = found[0] if len(found) == 1 else sorted({i for holders in found for i in holders})
+    def rules_in(self, line: str, escaped: bool = False) -> list[Rule]:
+        """Rules with a keyword in `line`; `escaped`: or a keyword's form, as a record may hold it."""
+        keywords, holders = (self._escaped, self._escaped_holders) if escaped else (self._set, self._holders)
+        found = [holders[i] for i in keywords.found(line)] if keywords else []
+        order = found[0] if len(found) == 1 else sorted({i for held in found for i in held})
         return [self.rules[i] for i in order]
 
 
@@ -108,7 +127,7 @@ class FamilyCap:
 
     def candidates(self, line: str) -> list[Rule]:
         """Rules with a keyword in `line` whose family still has work left; counts the line."""
-        hit = self.index.rules_in(line) if self.index else []
+        hit = self.index.rules_in(line, escaped=True) if self.index else []
         spent = self.admit({r.family for r in hit})
         return [r for r in hit if r.family not in spent]
 
@@ -131,7 +150,8 @@ class FamilyCap:
         rules = self.index.rules if self.index else []
         off = self.meter.off if self.meter else ()
         live = {k for r in rules if self.examined[r.family] < self.cap and r.family not in off for k in r.keywords}
-        return [k for k in keywords if k in live]
+        forms = self.index.forms if self.index else {}
+        return [k for k in keywords if k in live or any(f in live for f in forms.get(k, ()))]
 
     def notes(self, source: str) -> list[str]:
         return [

@@ -15,12 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import BinaryIO
 
 from slurm_hooks.bundle import BundleFile
-from slurm_hooks.timeline.longlines import decode
+from slurm_hooks.timeline.longlines import decode, line_tail, tail_bytes
 from slurm_hooks.timeline.prefixes import split_stream
 from slurm_hooks.timeline.scan import MAX_LINE, line_terminator
+from slurm_hooks.timeline.structured import record_streams
 
 MAX_READ = 64 << 20  # bytes read from the first traceback a stream asks about
 MAX_CHAIN = 8  # exceptions kept per block: the first is the cause
@@ -28,8 +30,12 @@ MAX_BLOCK_LINES = 2000  # a stream's lines inside one traceback before it is giv
 MAX_TEXT = 400
 _CHUNK = 1 << 20
 
-_HEADER = re.compile(r"^(\s*)(?:traceback\s*:\s*)?Traceback \(most recent call last\):\s*$")
-_HEADER_WORDS = "Traceback (most recent call last):"  # in every header: a substring test spares the pattern
+# Python's header, or rich's (accelerate, typer, NeMo's CLI): `╭──── Traceback (most recent call last) ────╮`,
+# its frames inside the box (`│ /x/train.py:802 in main │`), the exception line below the box's bottom
+_HEADER = re.compile(
+    r"^(\s*)(?:(?:traceback\s*:\s*)?Traceback \(most recent call last\):\s*$|╭─* ?Traceback \(most recent call last\) )"
+)
+_HEADER_WORDS = "Traceback (most recent call last)"  # in every header: a substring test spares the pattern
 _FRAME = re.compile(r'^(\s*)File "(?P<file>[^"]{1,500})", line (?P<line>\d{1,9})')
 _CHAINED = re.compile(
     r"^\s*(?:During handling of the above exception, another exception occurred:"
@@ -91,39 +97,48 @@ def read_blocks(
     parse: Parse,
     went_on: Callable[[str], bool],
     notes: list[str],
+    reports: Callable[[str], bool] = lambda _: False,
 ) -> list[Block]:
-    """The last block of each stream that has a start, in one pass from the earliest start."""
+    """The last block of each stream that has a start, in one pass from the earliest start.
+    `reports`: an exception that only reports another's (a parent's `CalledProcessError` after its
+    child's traceback in the same stream): that block never hides the one before it."""
     if not starts:
         return []
     first = min(starts, key=lambda s: s.offset)
     logged = {s.line_no: s for s in starts if s.logged is not None}
     streams = {s.stream for s in starts}
     last: dict[Stream, Block] = {}
+    before: dict[Stream, Block] = {}  # the block a stream's last one replaced, if it raised
     with file.open() as fh:
         term = line_terminator(fh)
         cut = False
-        for line_no, offset, raw in _lines(fh, first.offset, first.line_no, term):
+        for line_no, offset, stream, body in _bodies(fh, _lines(fh, first.offset, first.line_no, term), term):
             if offset - first.offset > MAX_READ:
                 cut = True
                 break
-            stream, body = split_stream(decode(raw))  # _lines keeps a line's first MAX_LINE bytes only
             if stream not in streams:
                 continue
-            if line_no in logged:
-                start = logged[line_no]
+            if (start := logged.pop(line_no, None)) is not None:  # a record's lines share its line: once
                 assert start.logged is not None
                 last[stream] = Block(stream, line_no, offset, [start.logged], state="done")
                 continue
             header = _HEADER.match(body) if _HEADER_WORDS in body else None
             block = last.get(stream)
             if header and (block is None or block.state != "chained"):
+                if block is not None and block.chain:
+                    before[stream] = block
                 last[stream] = Block(stream, line_no, offset, header_indent=len(header.group(1)))
                 continue
             if block is not None:
                 _step(block, body, line_no, offset, header is not None, parse, went_on)
     if cut:
         notes.append(f"{file.rel}: tracebacks read for {MAX_READ >> 20} MiB from line {first.line_no}; the rest unread")
-    return [b for b in last.values() if b.chain]
+    kept = [before.get(b.stream, b) if b.chain and reports(_said(b.chain[0])) else b for b in last.values()]
+    return [b for b in kept if b.chain]
+
+
+def _said(raised: Raised) -> str:
+    return f"{raised.exc_type}: {raised.message}" if raised.message else raised.exc_type
 
 
 def _step(
@@ -168,6 +183,28 @@ def _frame(line: str | None) -> str | None:
     """`train.py:41` of a `File "/x/train.py", line 41, in f` line."""
     frame = _FRAME.match(line) if line is not None else None
     return f"{frame.group('file').rsplit('/', 1)[-1]}:{frame.group('line')}" if frame else None
+
+
+def _bodies(
+    fh: BinaryIO, lines: Iterator[tuple[int, int, bytes]], term: bytes
+) -> Iterator[tuple[int, int, Stream, str]]:
+    """(line number, offset, stream, body) of each line, a JSON or logfmt record's lines each (§8.35);
+    a record past the line cap has its tail read too (by pread: `fh`'s offset stays), the exception
+    at the end of a long `exc_info` included."""
+    for line_no, offset, raw in lines:
+        stream, body = split_stream(decode(raw))  # _lines keeps a line's first MAX_LINE bytes only
+        tail = partial(_after_head, fh, offset, term) if len(raw) >= MAX_LINE else None
+        subs = record_streams(stream, body, tail)  # a record of blank lines has none
+        for sub_stream, sub in subs if subs is not None else [(stream, body)]:
+            yield line_no, offset, sub_stream, sub
+
+
+def _after_head(fh: BinaryIO, offset: int, term: bytes) -> tuple[str, bool]:
+    """(the end of the line at `offset` after its MAX_LINE head, no more than a tail's (longlines.py),
+    whether it is all of what follows the head)."""
+    keep = tail_bytes(MAX_LINE)
+    end = line_tail(fh, offset + MAX_LINE - keep - 1, keep + 1, term)  # one byte more: is there a gap?
+    return decode(end[-keep:]), len(end) <= keep
 
 
 def _lines(fh: BinaryIO, offset: int, line_no: int, term: bytes) -> Iterator[tuple[int, int, bytes]]:

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import BinaryIO
 
 from slurm_hooks.bundle import BundleFile
+from slurm_hooks.timeline import structured
 from slurm_hooks.timeline.clocks import ClockContext, log_time
 from slurm_hooks.timeline.events import Event
 from slurm_hooks.timeline.longlines import decode
@@ -108,7 +109,7 @@ class Neighbours:
         for raw in whole:
             if not self.skipping:
                 pre = strip_prefixes(decode(raw[:MAX_LINE]))
-                if (stamp := log_time(pre.body, self.ctx)) is not None:
+                if (stamp := log_time(pre.body, self.ctx) or _record_time(pre.body, self.ctx)) is not None:
                     self.stamped.append((start, start + len(raw), pre.task, stamp))
             self.skipping = False
             start += len(raw) + 1
@@ -117,6 +118,13 @@ class Neighbours:
         if len(rest) > self.window:
             self.carry, self.skipping = b"", True
         return True
+
+
+def _record_time(body: str, ctx: ClockContext) -> datetime | None:
+    """A JSON or logfmt record's own time field (§8.35): a container's `time` sits past where a
+    plain line's stamp is looked for."""
+    record = structured.decode(body)
+    return structured.record_time(record, ctx) if record is not None else None
 
 
 def _start(line: tuple[int, int, int | None, datetime]) -> int:

@@ -1,0 +1,10 @@
+#!/bin/bash
+# srun without --label; rank 2 writes through a NULL pointer (ctypes): SIGSEGV
+# (tests/recordings/corpus: record.py submits this as alice; train.py documents FAIL and the rest)
+#SBATCH -p multi -N2 -n4 --overcommit --time=5
+HERE=@HERE@
+PY=@PY@
+TR=@TR@
+export TRUTH_DIR=$HERE MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + SLURM_JOB_ID % 1000 * 10))
+export FAIL=segv FAIL_RANK=2
+srun $PY $HERE/train.py

@@ -1,0 +1,10 @@
+#!/bin/bash
+# torchrun --standalone --max-restarts=2 under srun, JSON-lines logs; attempt 0's rank 1 gets SIGBUS, attempt 1 trains to the end
+# (tests/recordings/corpus: record.py submits this as alice; train.py documents FAIL and the rest)
+#SBATCH -N1 -n1 -c2 --mem=4G --time=5
+HERE=@HERE@
+PY=@PY@
+TR=@TR@
+export TRUTH_DIR=$HERE MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + SLURM_JOB_ID % 1000 * 10))
+export LOG=json FAIL_A0=bus FAIL_RANK_A0=1 FAIL_A1=none STEPS=5
+srun -l $TR --standalone --nproc-per-node=4 --max-restarts=2 $HERE/train.py

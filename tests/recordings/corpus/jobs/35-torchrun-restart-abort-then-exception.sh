@@ -1,0 +1,10 @@
+#!/bin/bash
+# torchrun --standalone --max-restarts=1 under srun; attempt 0's rank 3 aborts (SIGABRT), attempt 1's rank 0 raises a shape error; no restart is left
+# (tests/recordings/corpus: record.py submits this as alice; train.py documents FAIL and the rest)
+#SBATCH -N1 -n1 -c2 --mem=4G --time=5
+HERE=@HERE@
+PY=@PY@
+TR=@TR@
+export TRUTH_DIR=$HERE MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + SLURM_JOB_ID % 1000 * 10))
+export FAIL_A0=abort FAIL_RANK_A0=3 FAIL_A1=exc_shape FAIL_RANK_A1=0
+srun -l $TR --standalone --nproc-per-node=4 --max-restarts=1 $HERE/train.py

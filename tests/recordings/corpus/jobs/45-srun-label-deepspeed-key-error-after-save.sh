@@ -1,0 +1,10 @@
+#!/bin/bash
+# srun --label, DeepSpeed-style lines printed by the script; a save at step 2 completes, rank 1 raises KeyError at step 6
+# (tests/recordings/corpus: record.py submits this as alice; train.py documents FAIL and the rest)
+#SBATCH -p multi -N2 -n4 --overcommit --time=5
+HERE=@HERE@
+PY=@PY@
+TR=@TR@
+export TRUTH_DIR=$HERE MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + SLURM_JOB_ID % 1000 * 10))
+export FAIL=exc_key FAIL_RANK=1 LOG=deepspeed SAVE_AT=2 STEPS=8 FAIL_STEP=6
+srun -l $PY $HERE/train.py
