@@ -66,6 +66,8 @@ class FakeSlurm:
         self.accounting: dict[str, tuple[str, str]] = {}
         self.sets: list[tuple[str, str, str]] = []
         self.lock = threading.Lock()
+        self.unfinished: set[str] = set()  # what squeue lists as not ended (unfinished_jobs)
+        self.unfinished_asked = 0
 
     def job(self, job_id: str) -> JobRecord:
         if not self.ctld_up:
@@ -76,6 +78,12 @@ class FakeSlurm:
         if not self.ctld_up:
             raise SlurmError("scontrol: Unable to contact slurm controller")
         return self.hosts.get(node_list, [node_list])
+
+    def unfinished_jobs(self) -> frozenset[str]:
+        self.unfinished_asked += 1
+        if not self.ctld_up:
+            raise SlurmError("squeue: slurm_load_jobs error: Unable to contact slurm controller")
+        return frozenset(self.unfinished)
 
     def accounting_comments(self, job_id: str) -> tuple[str, str]:
         with self.lock:

@@ -13,6 +13,12 @@ Each removal gets a fair share of what is left of the deadline (`remove_doomed`)
 a child its owner stops (SIGSTOP: it runs as their uid) costs that share, and the rest go on.
 Marked directories come after the unmarked expired ones, the longest-marked first: a removal that
 failed last time cannot go first in every run.
+
+A job that has not ended is never touched, wherever it runs (`Running`): this node's own state
+says which jobs run here, and Slurm (squeue, asked once per hook and only when a directory is old
+enough to go) says which have not ended anywhere, since a dump directory on shared storage, or a
+spool shared by nodes, belongs to a job on another node. When Slurm cannot say, no directory of a
+job it could not rule out goes before UNSURE_KEEP_DAYS.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +38,9 @@ from slurm_hooks.core.treewalk import tree_size
 
 PRUNE_S = 5.0  # what one spool prune may take when its caller gives no deadline (the Epilog's budget is 30 s)
 MIN_SLICE_S = 0.25  # one removal's least share of a run: many small dirs are not each cut short at once
+# When Slurm cannot say which jobs have ended, a job's directory is kept this long whatever the
+# retention: longer than any job is expected to run, short enough that an outage cannot fill a disk.
+UNSURE_KEEP_DAYS = 60
 
 
 @dataclass
@@ -40,6 +49,39 @@ class PruneReport:
     links_removed: list[str] = field(default_factory=list)  # planted links at jobs/<id>: the link only
     failed: dict[str, str] = field(default_factory=dict)  # job dirs still there, and why
     left: list[str] = field(default_factory=list)  # what this run stopped short of (the next run goes on)
+
+
+class Running(frozenset[str]):
+    """The jobs whose directories retention keeps. The set itself: the jobs known to run on this
+    node (`<state_dir>/jobs/<id>`, the hook's own job), kept whatever their age. `keeps` adds
+    Slurm's word on the rest: `ask` (the hook's Slurm.unfinished_jobs; None when Slurm cannot
+    say) is called at most once, and only for a directory old enough to go. A plain set given to
+    a retention pass is a Running that asks no one (tests, callers without Slurm)."""
+
+    ask: Callable[[], frozenset[str] | None] | None
+    _said: frozenset[str] | None  # Slurm's answer, once asked
+    _asked: bool
+
+    def __new__(cls, here: Iterable[str] = (), ask: Callable[[], frozenset[str] | None] | None = None) -> Running:
+        running = super().__new__(cls, here)
+        running.ask, running._said, running._asked = ask, None, False
+        return running
+
+    def keeps(self, name: str, when: float, now: float) -> bool:
+        """Whether the directory of job `name` (stamped `when`) must stay although its age says go."""
+        if name in self:
+            return True
+        if self.ask is None:
+            return False
+        if not self._asked:
+            self._asked, self._said = True, self.ask()
+        if self._said is not None:
+            return name in self._said
+        return now - when < UNSURE_KEEP_DAYS * 86400  # Slurm could not rule the job out
+
+
+def running_of(live: Collection[str]) -> Running:
+    return live if isinstance(live, Running) else Running(live)
 
 
 def stamp(st: os.stat_result) -> float:
@@ -77,8 +119,8 @@ def prune_jobs(
 
     Listing, sizing and removing each get a third of the time to `deadline` (a listing cut short
     still lets the age rule act on what it listed). Sizes are summed from the newest back, only
-    until `max_mb` is reached: everything older goes, unmeasured. Jobs in `live` are kept."""
-    report = PruneReport()
+    until `max_mb` is reached: everything older goes, unmeasured. Jobs `live` keeps stay (Running)."""
+    report, running = PruneReport(), running_of(live)
     start = time.monotonic()
     deadline = start + PRUNE_S if deadline is None else deadline
     third = max(0.0, deadline - start) / 3  # none of the three can starve the next
@@ -94,7 +136,7 @@ def prune_jobs(
         over = _oldest_over(fd, entries, max_mb << 20, start + 2 * third) if listed else None
         if over is None and listed:
             report.left.append("spool size not measured within the deadline: spool_max_mb waits for the next run")
-        doomed = [e for e in entries[: max(expired, over or 0)] if e[1] not in live]
+        doomed = [e for e in entries[: max(expired, over or 0)] if not running.keeps(e[1], e[0], now)]
         remove_doomed(fd, doomed_order(doomed + marked), deadline, report)
     return report
 

@@ -20,7 +20,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     import os
 
     from slurm_hooks.bundle import open_bundle
-    from slurm_hooks.core.sandbox import Bounds, Owner, run_parse
+    from slurm_hooks.core.sandbox import DIAGNOSIS_MEMORY_MB, Bounds, Owner, run_parse
     from slurm_hooks.diagnose import diagnose
     from slurm_hooks.diagnose.render import to_text
     from slurm_hooks.rules import RulePackError, load_rule_pack
@@ -40,7 +40,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         return result.to_dict() if args.json else to_text(result)
 
     # An operator's command, not a hook: ten minutes and the Epilog's memory (post_job.analyse).
-    parsed = run_parse(parse, Bounds(4096, 600, 600, 64 << 20), Owner(st.st_uid, st.st_gid))
+    parsed = run_parse(parse, Bounds(DIAGNOSIS_MEMORY_MB, 600, 600, 64 << 20), Owner(st.st_uid, st.st_gid))
     if not parsed.ok or not isinstance(parsed.value, (dict, str)):
         reason = parsed.reason or "bad result"
         refused = reason.removeprefix(f"{RulePackError.__name__}: ")  # the rule file's own one-line error

@@ -36,14 +36,22 @@ from typing import Any, NoReturn
 
 from slurm_hooks.core.proc import kill_group, killed_on_hook_exit
 
-_MEMORY_EXIT = 86  # the child's exit status when the parse ran out of its address space
+MEMORY_EXIT = 86  # the child's exit status when the parse ran out of its address space
 _OWNER_EXIT = 87  # ... when it could not become the input's owner
+NOT_BECOME = "not run: could not become the input's owner"  # its reason, before it read a byte
 _PR_SET_PDEATHSIG = 1
+_PR_SET_KEEPCAPS, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE = 8, 38, 47, 2
+_CAP_DAC_READ_SEARCH = 2
+_CAPABILITY_V3 = 0x20080522
 # Modules the parses import lazily, deep in the stdlib: importlib.resources opens a package's files
 # (the built-in rule pack) through importlib.readers; a bundle's tarball needs its codecs.
 PRELOAD = ("importlib.resources", "importlib.readers", "tarfile", "gzip", "zlib", "bz2", "lzma")
 _CHUNK = 1 << 16
 NOGROUP = 65534  # the group a child runs as when the input's group is root's
+# A bundle's diagnosis (the Epilog's, `slurm-hooks diagnose`'s): address space beyond the forked
+# image, for it and each scan worker it forks (RLIMIT_AS is per process; the 2,000-node flood peaks
+# near 1 GiB of RSS). No `limits` key yet: a constant until config has one.
+DIAGNOSIS_MEMORY_MB = 4096
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,14 @@ class Bounds:
 class Owner:
     uid: int
     gid: int
+    reads_all: bool = False  # keeps CAP_DAC_READ_SEARCH alone: reads root's files, writes only what uid:gid may
+
+
+# Who parses root's own copy of what users wrote (the Epilog's merged bundle: root's spool, 0700):
+# nobody, with CAP_DAC_READ_SEARCH and nothing else. A descriptor opened before the drop would not
+# do: openat() below a directory descriptor checks search permission with the caller's rights at
+# each call, so a child that became a user could not read a file of root's 0700 tree through it.
+READER = Owner(NOGROUP, NOGROUP, reads_all=True)
 
 
 @dataclass(frozen=True)
@@ -87,7 +103,7 @@ def run_parse(
     A child that becomes the owner holds none of root's descriptors (the hook log, the spool)
     but the pipe and `keep`, its stdio on /dev/null: the parse reads only what it was given."""
     _libc()  # loaded here, once: each child would load it again
-    if _dropping(owner):
+    if _dropping(owner) and owner is not None and not owner.reads_all:  # READER reads the interpreter's files
         _preload()
     read_end, write_end = os.pipe()
     try:
@@ -173,11 +189,15 @@ def _answer(data: bytes) -> Parsed:
 
 
 def _death(status: int, out_of_cpu: bool) -> str:
-    code = os.waitstatus_to_exitcode(status)
-    if code == _MEMORY_EXIT:
+    return death(os.waitstatus_to_exitcode(status), out_of_cpu)
+
+
+def death(code: int, out_of_cpu: bool = False) -> str:
+    """A bounded child's exit code (negative: the signal, as multiprocessing's exitcode) in words."""
+    if code == MEMORY_EXIT:
         return "killed: memory limit"
     if code == _OWNER_EXIT:
-        return "not run: could not become the input's owner"
+        return NOT_BECOME
     if code == -signal.SIGXCPU or (code == -signal.SIGKILL and out_of_cpu):  # the soft CPU limit, or the hard one
         return "killed: cpu time"
     return f"killed: signal {-code}" if code < 0 else f"exit {code}"
@@ -204,14 +224,14 @@ def _child(
         try:
             reply = json.dumps({"ok": parse()}, separators=(",", ":"))
         except MemoryError:
-            os._exit(_MEMORY_EXIT)
+            os._exit(MEMORY_EXIT)
         except Exception as exc:
             reply = json.dumps({"error": f"{type(exc).__name__}: {str(exc)[:200]}"})
         data = reply.encode()
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(data[: bounds.result_bytes + 1])
     except MemoryError:
-        code = _MEMORY_EXIT
+        code = MEMORY_EXIT
     except BaseException:
         code = 1
     finally:
@@ -221,17 +241,25 @@ def _child(
 def _limit(bounds: Bounds) -> None:
     """RLIMIT_AS: the image as forked plus `memory_mb`; RLIMIT_CPU: SIGXCPU at cpu_s, SIGKILL a second later;
     no core file."""
+    cap_memory(bounds.memory_mb)
+    _lower(resource.RLIMIT_CPU, max(1, int(bounds.cpu_s + 0.999)), max(1, int(bounds.cpu_s + 0.999)) + 1)
+
+
+def cap_memory(memory_mb: int) -> None:
+    """This process's address space: what it has now plus `memory_mb` (a forked child shares its
+    parent's pages, and RLIMIT_AS counts them); no core file (SIGXCPU and SIGSEGV dump core: not
+    the parent's memory into the cwd). For children that bound themselves (the report's workers)."""
     with open("/proc/self/statm", "rb") as fh:
         now = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    for which, soft, hard in (
-        (resource.RLIMIT_AS, now + (bounds.memory_mb << 20), now + (bounds.memory_mb << 20)),
-        (resource.RLIMIT_CPU, max(1, int(bounds.cpu_s + 0.999)), max(1, int(bounds.cpu_s + 0.999)) + 1),
-        (resource.RLIMIT_CORE, 0, 0),  # SIGXCPU and SIGSEGV dump core: not the hook's memory into its cwd
-    ):
-        _, old_hard = resource.getrlimit(which)
-        if old_hard != resource.RLIM_INFINITY:  # a lower limit already set stays
-            soft, hard = min(soft, old_hard), min(hard, old_hard)
-        resource.setrlimit(which, (soft, hard))
+    _lower(resource.RLIMIT_AS, now + (memory_mb << 20), now + (memory_mb << 20))
+    _lower(resource.RLIMIT_CORE, 0, 0)
+
+
+def _lower(which: int, soft: int, hard: int) -> None:
+    _, old_hard = resource.getrlimit(which)
+    if old_hard != resource.RLIM_INFINITY:  # a lower limit already set stays
+        soft, hard = min(soft, old_hard), min(hard, old_hard)
+    resource.setrlimit(which, (soft, hard))
 
 
 def _dropping(owner: Owner | None) -> bool:
@@ -240,13 +268,44 @@ def _dropping(owner: Owner | None) -> bool:
 
 def _become(owner: Owner | None) -> None:
     """Drop every group, then the gid, then the uid (in that order: a uid dropped first could not
-    set the rest). Never as group root, whatever group the input has: nogroup instead."""
+    set the rest). Never as group root, whatever group the input has: nogroup instead. No new
+    privileges after (a setuid program or file capability it runs gains nothing). `reads_all`:
+    CAP_DAC_READ_SEARCH survives the drop, alone, also for what the child runs (ripgrep): ambient."""
     if owner is None or not _dropping(owner):
         return
     gid = owner.gid or NOGROUP
+    if owner.reads_all:
+        _prctl(_PR_SET_KEEPCAPS, 1)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(owner.uid, owner.uid, owner.uid)
+    if owner.reads_all:
+        _capset(1 << _CAP_DAC_READ_SEARCH)
+        _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH)
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+
+
+def _prctl(option: int, arg: int, arg2: int = 0) -> None:
+    libc = _libc()
+    if libc is None or libc.prctl(option, arg, arg2, 0, 0) != 0:
+        raise OSError(0 if libc is None else _errno(), f"prctl({option}) failed")
+
+
+def _capset(caps: int) -> None:
+    """Effective, permitted and inheritable: `caps` (the first 32 capabilities), nothing else."""
+    import ctypes
+
+    libc = _libc()
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_V3, 0)
+    data = (ctypes.c_uint32 * 6)(caps, caps, caps, 0, 0, 0)
+    if libc is None or libc.capset(header, data) != 0:
+        raise OSError(0 if libc is None else _errno(), "capset failed")
+
+
+def _errno() -> int:
+    import ctypes
+
+    return ctypes.get_errno()
 
 
 def _close_all_but(*keep: int) -> None:

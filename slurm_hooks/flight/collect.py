@@ -15,11 +15,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from slurm_hooks.bundle.retention import PruneReport, doomed_order, remove_doomed, stamp
+from slurm_hooks.bundle.retention import PruneReport, Running, doomed_order, remove_doomed, running_of, stamp
 from slurm_hooks.bundle.spool import Spool
 from slurm_hooks.config import Config
 from slurm_hooks.core.proc import run_bounded
@@ -105,14 +105,21 @@ def collect_flight(
     return outcome
 
 
-def prune_dumps(config: Config, job_id: str, now: float, deadline: float | None = None) -> str:
+def prune_dumps(
+    config: Config,
+    job_id: str,
+    now: float,
+    deadline: float | None = None,
+    ask: Callable[[], frozenset[str] | None] | None = None,
+) -> str:
     """Retention of this node's dump directories, within `deadline` (time.monotonic(); default:
     PRUNE_SHARE of the Epilog's budget from now), as words for the log line ("" when nothing
-    happened). Never raises: housekeeping must not cost the job its record."""
+    happened). `ask`: which jobs Slurm says have not ended (bundle/retention.Running; None from it:
+    Slurm cannot say). Never raises: housekeeping must not cost the job its record."""
     if deadline is None:
         deadline = time.monotonic() + PRUNE_SHARE * config.budgets.epilog_s
     try:
-        live = jobs_with_state(config.state_dir) | {job_id}
+        live = Running(jobs_with_state(config.state_dir) | {job_id}, ask)
         report = prune(dump_root(config), config.flight_recorder.retention_days, now, live, deadline)
     except Exception as exc:  # a bug or a hostile tree costs the retention pass, nothing else
         return f"; retention not run ({type(exc).__name__}: {str(exc)[:200]})"
@@ -127,11 +134,12 @@ def _said(report: PruneReport) -> str:
 
 def prune(root: str, retention_days: int, now: float, live: Collection[str], deadline: float) -> PruneReport:
     """Remove job dump directories not changed for `retention_days` (bundle/retention.py's stamp:
-    not a time the user sets), oldest first, never one of a job in `live` (still running on this
-    node); links and strays at the top go too (the entry only). Each directory is deleted as its
-    owner, without recursion (core/prune_tree.py), within its share of `deadline`
-    (time.monotonic()); what is left is said in `left`, for the next Epilog."""
-    report = PruneReport()
+    not a time the user sets), oldest first, never one of a job `live` keeps (bundle/retention.py's
+    Running: still running here, or not ended by Slurm's word); links and strays at the top go too
+    (the entry only). Each directory is deleted as its owner, without recursion
+    (core/prune_tree.py), within its share of `deadline` (time.monotonic()); what is left is said
+    in `left`, for the next Epilog."""
+    report, running = PruneReport(), running_of(live)
     try:
         parent = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the operator's path: trusted
     except OSError:
@@ -146,7 +154,8 @@ def prune(root: str, retention_days: int, now: float, live: Collection[str], dea
                 with contextlib.suppress(OSError):
                     when = stamp(entry.stat(follow_symlinks=False))
                     marked = entry.name.startswith(PRUNING)
-                    if marked or (entry.name not in live and now - when >= retention_days * 86400):
+                    old = now - when >= retention_days * 86400  # first: Slurm is asked only for an old one
+                    if marked or (old and not running.keeps(entry.name, when, now)):
                         doomed.append((when, entry.name))
         remove_doomed(parent, doomed_order(doomed), deadline, report)
     finally:

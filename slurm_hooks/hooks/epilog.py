@@ -67,7 +67,7 @@ def run_epilog(ctx: JobContext, config: Config, deps: EpilogDeps) -> None:
     if config.flight_recorder.mode == "on":  # housekeeping last: the record is made or queued by now
         from slurm_hooks.flight.collect import prune_dumps
 
-        if pruned := prune_dumps(config, ctx.job_id, deps.clock.time()):
+        if pruned := prune_dumps(config, ctx.job_id, deps.clock.time(), ask=run.unfinished_jobs):
             deps.log.info("flight_dumps_pruned", outcome=pruned.removeprefix("; "))
     if config.annotator == "epilog_slurmctld":  # the controller's hook merges, as SlurmUser
         try:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from typing import Any
 
+from slurm_hooks.bundle.retention import UNSURE_KEEP_DAYS, Running
 from slurm_hooks.collect.node_part import write_job_json
 from slurm_hooks.config import Config
 from slurm_hooks.core.clock import utc_now
 from slurm_hooks.core.prune_tree import jobs_with_state
-from slurm_hooks.core.sandbox import Bounds, run_parse
+from slurm_hooks.core.sandbox import DIAGNOSIS_MEMORY_MB, NOT_BECOME, READER, Bounds, Parsed, run_parse
 from slurm_hooks.deliver.annotate import deliver_backlog, deliver_waiting
 from slurm_hooks.deliver.outbox import InvalidEntry, OutboxEntry, parse_entry
 from slurm_hooks.hooks.deps import EpilogDeps
@@ -55,6 +57,26 @@ class PostJobRun:
     def run_id(self) -> RunId:
         """Which run of the job this is: the part markers, the decision and the record say it."""
         return RunId.of(self.ctx, self.job.record)
+
+    def unfinished_jobs(self) -> frozenset[str] | None:
+        """The jobs Slurm says have not ended, for retention (bundle/retention.Running): asked once
+        per run, whichever pass asks first; None (and a log line saying why) when Slurm cannot say."""
+        return self._unfinished
+
+    @cached_property
+    def _unfinished(self) -> frozenset[str] | None:
+        why = "slurmctld did not answer this job's lookup"  # asking again would cost a second timeout
+        if self.job.known:
+            try:
+                return self.deps.slurm.unfinished_jobs()
+            except SlurmError as exc:
+                why = str(exc)[:300]
+        self.deps.log.warning(
+            "retention_unsure",
+            error=why,
+            detail=f"Slurm cannot say which jobs have ended: their dirs stay up to {UNSURE_KEEP_DAYS} days",
+        )
+        return None
 
 
 def look_up_job(ctx: JobContext, deps: EpilogDeps, this_node: str | None) -> JobView:
@@ -287,24 +309,30 @@ def lead_facts(run: PostJobRun) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-# The diagnosis child (core/sandbox.py): address space beyond the Epilog's own image, for it and
-# each scan worker it forks (RLIMIT_AS is per process; the 2,000-node flood peaks near 1 GiB of RSS),
-# and its answer's bytes. No `limits` key yet: module constants until config has them.
-DIAGNOSIS_MEMORY_MB = 4096
-DIAGNOSIS_RESULT_BYTES = 8 << 20
+DIAGNOSIS_RESULT_BYTES = 8 << 20  # the diagnosis child's answer (its memory: core/sandbox.DIAGNOSIS_MEMORY_MB)
 
 
 def analyse(run: PostJobRun, missing: list[str]) -> dict[str, Any]:
     """The analysis stage on the merged bundle, in a bounded child (the bundle holds what the job's
-    user wrote). If it raises, dies or runs past the time left for it, the job is still annotated
-    (`unknown`, `not read: <reason>` in `skipped`, the reason in the log): no annotation must
-    always mean "not processed". Its CPU and wall time are what the budget leaves once the
-    annotation's own wait (annotate_or_queue) and a second to write it are kept back."""
+    user wrote) that runs as nobody with CAP_DAC_READ_SEARCH alone (core/sandbox.READER): it reads
+    root's spool copy and the rule files, and can write nothing of root's, signal no one's process
+    but nobody's, and gain no privilege. If it raises, dies or runs past the time left for it, the
+    job is still annotated (`unknown`, `not read: <reason>` in `skipped`, the reason in the log):
+    no annotation must always mean "not processed". Its CPU and wall time are what the budget
+    leaves once the annotation's own wait (annotate_or_queue) and a second to write it are kept back."""
     deps, config = run.deps, run.config
     budget_s = config.budgets.epilog_s
     left_s = budget_s - (deps.clock.monotonic() - run.started) - min(ACCOUNTING_WAIT_S, budget_s / 4) - 1
     bounds = Bounds(DIAGNOSIS_MEMORY_MB, max(1.0, left_s), max(1.0, left_s), DIAGNOSIS_RESULT_BYTES)
-    parsed = run_parse(lambda: deps.diagnose(deps.spool.bundle_dir(run.job_id), config), bounds)
+    try:  # the bundle dir made here, as root: the child may read the spool, never make or change anything in it
+        bundle = deps.spool.bundle_dir(run.job_id)
+        parsed = run_parse(lambda: deps.diagnose(bundle, config), bounds, READER)
+        if parsed.reason == NOT_BECOME:  # before it read a byte: this host cannot drop so; bounded as root, as before
+            why = "could not become nobody with CAP_DAC_READ_SEARCH (a container without it? a user namespace?)"
+            deps.log.warning("diagnosis_root_fallback", reason=why)
+            parsed = run_parse(lambda: deps.diagnose(bundle, config), bounds)
+    except OSError as exc:
+        parsed = Parsed(reason=f"bundle not opened ({exc.strerror or exc})")
     result: dict[str, Any]
     got = parsed.value
     if isinstance(got, dict) and isinstance(got.get("label"), str) and isinstance(got.get("skipped"), list):
@@ -343,8 +371,8 @@ def flush_backlog(run: PostJobRun) -> None:
     )
     if tally.pending:
         deps.log.warning("outbox_pending", count=tally.pending)
-    try:  # jobs still running here keep their spool dirs; when that cannot be told, nothing goes
-        live = jobs_with_state(config.state_dir) | {run.job_id}
+    try:  # jobs still running keep their spool dirs; when that cannot be told here, nothing goes
+        live = Running(jobs_with_state(config.state_dir) | {run.job_id}, run.unfinished_jobs)
     except OSError as exc:
         deps.log.warning("spool_not_pruned", error=f"state dir not listed: {exc.strerror or exc}")
         return

@@ -13,6 +13,7 @@ from typing import IO, Protocol
 from slurm_hooks.core.layout import is_number
 from slurm_hooks.core.proc import TOOL_ENV, run_bounded
 from slurm_hooks.slurm.client import (
+    ENDED,
     NOT_IN_ACCOUNTING,
     AccountingRow,
     JobRecord,
@@ -81,6 +82,9 @@ _SQUEUE_FIELDS = (
 
 
 _NOT_SET = ("N/A", "n/a", "(null)")  # squeue's words for a field with no value
+_ID_STATE = re.compile(r"([0-9]{1,12}) ([A-Z_]{1,32})")  # `squeue -o "%A %T"`: job id, state in extended form
+NOT_RUNNING = ENDED | {"REVOKED"}  # states of a job that has no process left anywhere (squeue's words)
+UNFINISHED_MAX_BYTES = 64 << 20  # 1.5 million jobs at ~40 bytes a line: past it, Slurm is taken not to have said
 
 
 def _output_path(show: dict[str, str], key: str) -> str:
@@ -205,6 +209,24 @@ class SlurmCli:
 
     def hostnames(self, node_list: str) -> list[str]:
         return self._run("scontrol", "show", "hostnames", node_list).split()
+
+    def unfinished_jobs(self) -> frozenset[str]:
+        """Job ids whose state is not one of the ended ones (client.ENDED, and REVOKED: a federation
+        sibling that runs elsewhere). All states, then filtered here, rather than a `-t` list of the
+        unfinished: a state this code does not know (a later Slurm's) counts as unfinished, and no
+        state name an older squeue lacks can make it refuse the call. No `-r`: pending array tasks
+        not yet split off have no job id of their own (so no directory), and stay one line."""
+        out = self._run("squeue", "-h", "-a", "-t", "all", "-o", "%A %T")
+        if len(out) > UNFINISHED_MAX_BYTES:
+            raise SlurmError(f"squeue: more than {UNFINISHED_MAX_BYTES >> 20} MiB of jobs; not read")
+        unfinished = set()
+        for line in out.splitlines():
+            row = _ID_STATE.fullmatch(line)
+            if row is None:
+                raise SlurmError(f"squeue: unexpected line {line[:80]!r}")
+            if row[2] not in NOT_RUNNING:
+                unfinished.add(row[1])
+        return frozenset(unfinished)
 
     def accounting_between(self, since: datetime, until: datetime) -> Iterator[AccountingRow]:
         """Every job (all users) in the window, streamed from sacct: memory stays flat for millions."""

@@ -24,6 +24,7 @@ from datetime import datetime
 from types import ModuleType
 
 from slurm_hooks.slurm.bounded import call_forked
+from slurm_hooks.slurm.cli_backend import NOT_RUNNING, SlurmCli
 from slurm_hooks.slurm.client import (
     NOT_IN_ACCOUNTING,
     AccountingRow,
@@ -55,9 +56,10 @@ class Stored:
 
 
 class SlurmPyslurm:
-    def __init__(self, pyslurm: ModuleType, timeout_s: float) -> None:
+    def __init__(self, pyslurm: ModuleType, timeout_s: float, cli: SlurmCli | None = None) -> None:
         self.ps = pyslurm
         self.timeout = timeout_s  # per call, as SlurmCli's per command
+        self.cli = cli or SlurmCli(timeout_s)  # what unfinished_jobs asks when pyslurm cannot
 
     @contextlib.contextmanager
     def _call(self, what: str) -> Iterator[None]:
@@ -135,6 +137,19 @@ class SlurmPyslurm:
             changed = []
         if int(job_id) not in changed:
             raise NotInAccountingYet(f"pyslurm: job {job_id} not in accounting yet")
+
+    def unfinished_jobs(self) -> frozenset[str]:
+        """slurmctld's job table, read as the CLI backend reads squeue's; when pyslurm fails (or
+        slurmctld does not answer it in time), squeue is asked, as the CLI backend asks it."""
+        try:
+            return call_forked("pyslurm Jobs.load", self._unfinished, self.timeout)
+        except SlurmError:
+            return self.cli.unfinished_jobs()
+
+    def _unfinished(self) -> frozenset[str]:
+        """In the forked child: slurm_job_state_string's words, as squeue's %T prints them."""
+        jobs = self.ps.Jobs.load()
+        return frozenset(str(job.id) for job in jobs.values() if (job.state or "") not in NOT_RUNNING)
 
     def hostnames(self, node_list: str) -> list[str]:
         with self._call("nodelist_from_range_str"):
