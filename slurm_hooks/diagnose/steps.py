@@ -96,8 +96,12 @@ def first_at_or_after(evs: list[Event], when: datetime, stamp_above: StampAbove 
     stamps rise down a file; a line with no stamp of its own has the one above it."""
 
     def after(ev: Event) -> bool:
-        # an event's `lo` may be carried from far above it
-        stamp = ev.time or (stamp_above(ev.source, ev.offset) if stamp_above else ev.lo)
+        if ev.time is not None:
+            return ev.time >= when
+        if ev.lo is not None and ev.lo >= when:  # a bound from below: no read needed to say "after"
+            return True
+        # an event's `lo` may be carried from far above it: the stamped line above it decides
+        stamp = stamp_above(ev.source, ev.offset) if stamp_above else ev.lo
         return stamp is not None and stamp >= when
 
     if evs and after(evs[0]):  # the usual file, wholly after: one read, not a search

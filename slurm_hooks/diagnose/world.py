@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, BinaryIO
 
-from slurm_hooks.bundle import Bundle
+from slurm_hooks.bundle import Bundle, BundleFile
 from slurm_hooks.diagnose.result import fault_record
 from slurm_hooks.diagnose.runs import Runs, split_runs
 from slurm_hooks.diagnose.steps import Steps, find_steps
@@ -32,8 +32,11 @@ class World:
     def of(cls, bundle: Bundle, events: list[Event], pack: RulePack) -> World:
         margin = timedelta(seconds=pack.ordering.window_margin_s)
         stamp_above = _StampAbove(bundle)
-        runs = split_runs(bundle.job, events, margin, lambda e: _may_be_fault(pack, e), stamp_above)
-        return cls(runs, find_steps(bundle.job, runs.last, stamp_above), bundle.job.ntasks)
+        try:
+            runs = split_runs(bundle.job, events, margin, lambda e: _may_be_fault(pack, e), stamp_above)
+            return cls(runs, find_steps(bundle.job, runs.last, stamp_above), bundle.job.ntasks)
+        finally:
+            stamp_above.close()
 
     def slurm_tasks(self, events: list[Event]) -> int:
         """The deciding step's task count as Slurm has it (§8.34): the step of the run's last job-log
@@ -66,23 +69,47 @@ class World:
 
 class _StampAbove:
     """The stamp of the nearest stamped line above a place in a job log, or above its end
-    (timeline/untimed.py reads it)."""
+    (timeline/untimed.py reads it). One reader a file, kept open while the asks go down the file
+    (Neighbours reads each line once however the windows overlap); an ask above the last starts
+    a new one, and every answer is kept: a 1,152-node job's runs and steps ask hundreds of times."""
 
     def __init__(self, bundle: Bundle) -> None:
         job = bundle.job
         self.files = {f.rel: f for f in bundle.logs}
         self.clock = ClockContext(reference=job.start or job.end, log_zone=job.log_zone, slurm_zone=job.slurm_zone)
+        self.readers: dict[str, tuple[BinaryIO, Neighbours, int]] = {}  # source -> (file, reader, last place)
+        self.known: dict[tuple[str, int], datetime | None] = {}
 
     def __call__(self, source: str, offset: int | None) -> datetime | None:
         file = self.files.get(source)
         if file is None:
             return None
+        at = file.size if offset is None else offset
+        if (source, at) in self.known:
+            return self.known[source, at]
         try:
-            with file.open() as fh:
-                at = file.size if offset is None else offset
-                return Neighbours(fh, line_terminator(fh), self.clock).around(at, None)[0]
+            stamp = self._reader(file, at).around(at, None)[0]
         except OSError:  # gone, or a link planted since the scan: no stamp, and the logs' boundaries decide
-            return None
+            stamp = None
+        self.known[source, at] = stamp
+        return stamp
+
+    def _reader(self, file: BundleFile, at: int) -> Neighbours:
+        held = self.readers.get(file.rel)
+        if held is not None and held[2] <= at:
+            self.readers[file.rel] = (held[0], held[1], at)
+            return held[1]
+        if held is not None:
+            held[0].close()
+        fh = file.open()
+        reader = Neighbours(fh, line_terminator(fh), self.clock)
+        self.readers[file.rel] = (fh, reader, at)
+        return reader
+
+    def close(self) -> None:
+        for fh, _, _ in self.readers.values():
+            fh.close()
+        self.readers.clear()
 
 
 def _may_be_fault(pack: RulePack, ev: Event) -> bool:
