@@ -1,9 +1,11 @@
 """Diagnosis: a bundle's timeline and node facts -> label, root node and rank, evidence and advice.
 
-Stages, each its own module: `order` (before/after under clock uncertainty), `ranks` (which rank
-ran where), `crash` (one crash from its sightings, frames and save window), `verdict` (label and
-root, no prose), `wording` (summary and advice from a verdict), and `classify`, which reads top
-to bottom like log-signatures §8.
+Stages, each its own module: `world` (the job's runs and steps, before any verdict: `runs`,
+`steps`), `ranks` (which rank ran where, the world completed from Slurm's counts), `order`
+(before/after under clock uncertainty), `crash` (one crash from its sightings, frames and save
+window), `signals` (which signal, who sent a SIGKILL), `survived` (faults the job went on after),
+`verdict` (label and root, no prose), `confidence` (how sure, on which witness), `wording` (summary
+and advice from a verdict), and `classify`, which reads top to bottom like log-signatures §8.
 """
 
 from __future__ import annotations
