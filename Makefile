@@ -42,6 +42,7 @@ PROPERTY_TESTS := tests/test_annotation.py tests/test_slurm_client.py tests/test
 	tests/test_config_hostile.py tests/test_rules_hostile.py tests/test_rules_selective.py tests/test_forged_lines.py \
 	tests/test_prune_hostile.py tests/test_outputs_hostile.py tests/test_report_hostile.py tests/test_sandbox.py \
 	tests/test_untrusted_parse.py tests/test_runs.py tests/test_verdict_witness.py tests/test_redteam.py tests/test_redteam2.py \
+	tests/test_structured_logs.py tests/test_structured_records.py \
 	tests/test_rt2_witness.py tests/test_rt2fix_bounds.py
 reliability: venv pyslurm  ## property tests at full strength, then the fault matrix on the real dev cluster -> docs/reliability.md (needs root; builds pyslurm once: its rows run both backends)
 	mkdir -p bench/out; rm -f bench/out/reliability.jsonl
@@ -52,6 +53,10 @@ reliability: venv pyslurm  ## property tests at full strength, then the fault ma
 	  $(BIN)/pytest -q tests/test_reliability_cluster.py; rc=$$?; $(MAKE) cluster-down; \
 	  $(BIN)/python -m tests.reliability bench/out/reliability.jsonl bench/out/reliability-properties.xml \
 	    > docs/reliability.md; exit $$rc
+
+.PHONY: accuracy
+accuracy: venv  ## label, node and rank accuracy and the confidently wrong over tests/corpus (held-out apart), beside NVIDIA's restart agent -> docs/accuracy.md (its column needs bench/nvrx_venv.sh once, from PyPI; skipped without it)
+	$(BIN)/python -m bench.accuracy --doc docs/accuracy.md
 
 # The Epilog flow (hooks, collection, delivery, spool) through its fakes alone: >= 90% of its lines.
 EPILOG_FLOW := hooks.epilog hooks.epilog_slurmctld hooks.post_job hooks.deps slurm.job collect deliver bundle.spool core.nofollow
