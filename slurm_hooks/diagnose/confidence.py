@@ -26,6 +26,9 @@ from slurm_hooks.diagnose.trust import NODE_LABELS, is_kernel, witnessed_by
 from slurm_hooks.diagnose.verdict import Verdict
 from slurm_hooks.timeline.events import Event
 
+# Verdicts Slurm's own record makes (slurm_state.py: its words count only where accounting agrees)
+SLURM_ENDED = frozenset({"time_limit", "cancelled", "preempted", "success"})
+
 MAX_CANDIDATES = 8
 
 
@@ -81,6 +84,13 @@ def settle(ctx: Context, v: Verdict, concurrent: list[Event], unexamined: list[s
         candidates += [_candidate(ctx, e) for e in ([v.fault] if v.fault is not None else []) + unheard]
     if unexamined:
         reasons.append(f"lines a work limit left unexamined may hold the fault: {unexamined[0]}")
+    if between := _between_runs(ctx, v):
+        reasons.append(
+            "nothing of this run's own explains how it ended, and a fault's lines without a stamp sit "
+            "between the earlier run's last stamp and this run's first (an appended log): the earlier "
+            "run's end, or this run's (§8.29)"
+        )
+        candidates += [_candidate(ctx, e) for e in between if ctx.label_of(e) != "unknown"]
     if unsure := killed_by(ctx, v.label, v.details):  # a SIGKILL: who sent it (§8.32)
         reasons.append(unsure)
         candidates += v.details.pop("candidates", [])
@@ -88,6 +98,17 @@ def settle(ctx: Context, v: Verdict, concurrent: list[Event], unexamined: list[s
     if candidates:
         v.details["candidates"] = candidates[:MAX_CANDIDATES]
     return withheld
+
+
+def _between_runs(ctx: Context, v: Verdict) -> list[Event]:
+    """Faults of no known run (runs.py `unplaced`) where the last run's verdict is Slurm's bare record."""
+    unplaced = ctx.world.runs.unplaced if ctx.world is not None else frozenset()
+    if not unplaced or v.label != "unknown":
+        return []
+    earlier = [e for run in ctx.world.runs.earlier for e in run] if ctx.world is not None else []
+    return [e for e in earlier if id(e) in unplaced and (e.role == "primary" or ctx.has(e, "traceback"))][
+        :MAX_CANDIDATES
+    ]
 
 
 def _witness(ctx: Context, v: Verdict, node: str) -> bool:
@@ -119,20 +140,28 @@ def _unheard(ctx: Context, v: Verdict, concurrent: list[Event], companions: list
     """Node faults a node's kernel logged in the job's window (kernel lines outside it are dropped when
     the timeline is built) that a verdict resting on the job's own text leaves unsaid: a forged
     early stamp must not hide them (§8.28). Empty where the verdict has a kernel witness."""
-    if v.basis in ("completed", "state") or _kernel_backed(ctx, v):
+    # Slurm's own ending (its record says how) needs no witness; a failure Slurm's record cannot
+    # explain (`unknown` on FAILED) leaves what the kernel saw to say, survived by the job's text or not
+    if v.basis == "completed" or (v.basis == "state" and v.label in SLURM_ENDED) or _kernel_backed(ctx, v):
         return []
     said = {id(e) for e in [*v.evidence, *concurrent, *companions]}
-    # a fault the job went on after is said too: details.survived lists it (§8.30)
+    # A fault the job went on after (details.survived, §8.30) is said where the verdict is Slurm's own
+    # (its record agrees, §8.27). Elsewhere the progress that "survived" it is the job's text, which
+    # alone never outweighs the kernel's witness: a kernel fault of any kind, a crash too, stays a candidate.
     survived = {r.get("source") for r in v.details.get("survived", []) if isinstance(r, dict)}
+    if v.label in SLURM_ENDED:
+        said_survived, survived = survived, set()
+    else:
+        said_survived = set()
     return [
         e
         for e in ctx.events
         if is_kernel(e)
         and id(e) not in said
-        and f"{e.source}:{e.line_no}" not in survived
+        and (where := f"{e.source}:{e.line_no}") not in said_survived
         and id(e) not in ctx.weak
         and ctx.is_primary(e)
-        and ctx.label_of(e) in NODE_LABELS
+        and (ctx.label_of(e) in NODE_LABELS or where in survived)
     ][:MAX_CANDIDATES]
 
 

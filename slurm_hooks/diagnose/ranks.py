@@ -143,16 +143,24 @@ def build_rank_map(
         entry.host = names.canonical(entry.host)
         if entry.rank is not None and entry.host:
             ranks.rank_nodes[entry.rank] = entry.host
-    if not torchrun:  # a task is a rank: the deciding step's place for it first
-        last = steps.of(logs[-1]) if logs else None
-        for (_, task), node in sorted(ranks.task_nodes.items(), key=lambda kv: kv[0][0] != last):
-            ranks.rank_nodes.setdefault(task, node)
-    ranks.pid_ranks = build_pid_map(events, pack, [(e.host, e.pid, e.rank) for e in ranks.entries])
+    last = steps.of(logs[-1]) if logs else None  # the deciding step: where a rank runs is its place (§8.33)
+    if not torchrun:  # a task is a rank: the deciding step's place for it, never another step's
+        for (step, task), node in ranks.task_nodes.items():
+            if step == last:
+                ranks.rank_nodes.setdefault(task, node)
+    pid_ranks = build_pid_map(events, pack, [(e.host, e.pid, e.rank) for e in ranks.entries])
+    # a line that puts a rank's pid on a node where Slurm's placement (srun's, the summary's) puts
+    # that rank elsewhere is the job's word against Slurm's: no tie (§8.28)
+    ranks.pid_ranks = {
+        (node, pid): rank
+        for (node, pid), rank in pid_ranks.items()
+        if node is None or ranks.rank_nodes.get(rank) in (None, node)
+    }
     for ev in events:  # a line that names a process names its rank (§8.18)
         if ev.rank is None and (rank := ranks.rank_of_pid(ev.node, ev.fields.get("pid"))) is not None:
             ev.rank = rank
     for ev in logs:
-        if ev.rank is not None and ev.node:
+        if ev.rank is not None and ev.node and steps.of(ev) == last:
             ranks.rank_nodes.setdefault(ev.rank, ev.node)
     worlds = [w for e in logs if pack.has(e.family, "world_size") and (w := e.field_int("world"))]
     seen = [e.rank for e in events if e.rank is not None] + list(ranks.rank_nodes)

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 
 from slurm_hooks.bundle import JobInfo
 from slurm_hooks.diagnose.steps import StampAbove, first_at_or_after
+from slurm_hooks.diagnose.trust import ended_clean
 from slurm_hooks.timeline.events import Event
 
 MAX_UNPLACED = 64  # events above a file's first stamp looked at for one; past them its top is of no known time
@@ -42,6 +43,10 @@ class Runs:
     last: list[Event]
     earlier: list[list[Event]] = field(default_factory=list)
     by_slurm: bool = False  # Slurm's restart count placed some of them
+    # unstamped lines between the earlier run's last stamp and the last run's first: of either run.
+    # They go with the earlier run (its end, most often: a crash prints no stamp), and where nothing
+    # of the last run's own explains how it ended, they may have (confidence.py says so)
+    unplaced: frozenset[int] = frozenset()
 
 
 def split_runs(
@@ -61,11 +66,14 @@ def split_runs(
     for evs in by_file.values():
         index.update(_file_runs(sorted(evs, key=lambda e: e.line_no), separates))
     earlier: set[int] = set()  # events Slurm's start of the last run puts in an earlier one
+    unplaced: set[int] = set()
     if job.start is not None and job.restarts != 0:  # 0: Slurm says it never restarted the job
         for evs in by_file.values():
             found, straddles = _before_start(sorted(evs, key=lambda e: e.line_no), job.start - margin, stamp_above)
             if not job.restarts:
                 found = _straddling(found, stamp_above, separates) if straddles else []
+            if straddles and not ended_clean(job):
+                unplaced.update(id(e) for e in _between_stamps(found))
             earlier.update(id(e) for e in found)
     groups: dict[int, list[Event]] = {}
     last: list[Event] = []
@@ -78,7 +86,18 @@ def split_runs(
             last.append(ev)
         else:
             groups.setdefault(run, []).append(ev)
-    return Runs(last, [groups[k] for k in sorted(groups)], by_slurm)
+    return Runs(last, [groups[k] for k in sorted(groups)], by_slurm, frozenset(unplaced))
+
+
+def _between_stamps(found: list[Event]) -> list[Event]:
+    """The unstamped events at the end of those placed before the last run's start, below the last
+    one with a stamp of its own: an earlier run's end leaves its lines here, and so does a run that
+    dies before it prints a stamp (at `torch.cuda.init()`). A job that completed has none: an
+    earlier run's crash never fails it (§8.29)."""
+    n = len(found)
+    while n and found[n - 1].time is None:
+        n -= 1
+    return found[n:]
 
 
 def _before_start(evs: list[Event], start: datetime, stamp_above: StampAbove) -> tuple[list[Event], bool]:
@@ -139,7 +158,8 @@ def _file_runs(evs: list[Event], separates: Callable[[Event], bool]) -> dict[int
         pending.add(task)
     total = max((len(m) for m in marks.values()), default=0)
     # a line of a task with no boundary of its own: as many runs as any task started above it
-    merged = sorted((line, task) for task, lines in marks.items() for line in lines)
+    # by line; a task-less boundary and a task's at one line are two boundaries, in any order
+    merged = sorted(((line, task) for task, lines in marks.items() for line in lines), key=lambda lt: lt[0])
     passed: dict[int | None, int] = {}
     lines_at: list[int] = []
     most: list[int] = []

@@ -9,9 +9,11 @@ fault came, and the fault's consequences (an NCCL abort, a crash) seconds later.
 the logs can show:
 - for a rank's crash or exception, progress of that rank (its `[rankN]` prefix, its srun task,
   the same stream of the same file), after it by position in that stream or by the clocks;
-- for any other fault (a node's, a link's, a symptom), progress of any rank of the job, after it
-  beyond the clocks' tolerance; an unstamped progress line is placed by the latest stamped event
-  of its file before it.
+- for a fatal Xid, progress of a rank on its node where the logs place the streams that went on;
+- for any other fault (a link's, a symptom), progress of any rank of the job, after it beyond the
+  clocks' tolerance. An unstamped progress line has no time: it shows the job went on only by its
+  position in the fault's own stream (block-buffered stdout flushed at exit lands below lines
+  written long after it, so position in a merged file is no time).
 Slurm ending the job (time limit, node failure, cancel) is never survived. Progress is read, never
 scanned for (timeline/progress.py): each log's last MAX_TAIL bytes once a diagnosis (the job's
 last progress, however long after a fault), and, for the few earliest faults the tails leave
@@ -20,7 +22,6 @@ undecided, forward from the fault's own line.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -44,7 +45,6 @@ class Survival:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._index: _Index | None = None
-        self._clocks: dict[str, tuple[list[int], list[datetime]]] = {}
         self._forward_left = MAX_FORWARD
 
     def split(self, events: list[Event]) -> tuple[list[Event], list[Event]]:
@@ -81,8 +81,15 @@ class Survival:
         ctx = self.ctx
         if ctx.has(ev, "slurm_end") or ctx.has(ev, "node_death"):
             return False  # Slurm ended the job: nothing after it is this run's
-        rank = self._rank(ev) if ctx.has(ev, "crash") or ctx.has(ev, "exception") else None
+        # a rank's crash, exception or CUDA error (sticky: the process is done) needs that rank going on;
+        # a link or NCCL error it reported is the job's, which any rank's progress shows it passed
+        dies = ctx.has(ev, "crash") or ctx.has(ev, "exception") or ctx.has(ev, "gpu_error")
+        rank = self._rank(ev) if dies else None
         index = self.index()
+        if rank is None and ev.node is not None and ctx.is_primary(ev) and ctx.has(ev, "xid"):
+            return self._node_went_on(
+                ev, index
+            )  # a fatal Xid stops its GPU: only that node's ranks can show it did not
         if rank is None and index.latest and ev.latest and index.latest > ev.latest + ctx.order.tol:
             return True  # a stream read twice after it, by the clocks
         near = [*index.by_stream.get((ev.source, ev.task, ev.local_rank), []), *index.by_rank.get(rank, [])]
@@ -128,10 +135,20 @@ class Survival:
                 index.by_stream.setdefault((p.source, p.task, p.local_rank), []).append(p)
                 if (rank := self._rank_of(p)) is not None:
                     index.by_rank.setdefault(rank, []).append(p)
-                when = p.time or self._floor(p)
+                when = p.time
                 index.latest = when if index.latest is None or (when and when > index.latest) else index.latest
             self._index = index
         return self._index
+
+    def _node_went_on(self, ev: Event, index: _Index) -> bool:
+        """A stream of a rank on `ev`'s node read twice after it (a peer elsewhere going on proves
+        nothing: independent tasks, or an elastic job that dropped the node)."""
+        ranks = self.ctx.ranks
+        after = [p for ps in index.by_stream.values() for p in ps[:MAX_SIGHTINGS] if self._after(ev, None, p)]
+        places = [ranks.node_of(self._rank_of(p)) for p in after]
+        if any(places):  # where the logs place the streams that went on, one of them must be on the node
+            return ev.node in places
+        return bool(after)  # streams of no known place: the job went on, as for any other fault
 
     def _after(self, ev: Event, rank: int | None, p: Progress) -> bool:
         """`p` shows the job going on after `ev`: for a rank's crash or exception (`rank`), that rank's."""
@@ -140,7 +157,7 @@ class Survival:
             return False  # a rank's crash: that rank went on (restarted), not its peers
         if same_stream and (p.rank is None or ev.rank is None or p.rank == ev.rank) and p.offset > ev.offset:
             return True  # one stream of one file: its position is its order
-        when = p.time or self._floor(p)
+        when = p.time  # unstamped: no time (see the module's note)
         return when is not None and ev.latest is not None and when > ev.latest + self.ctx.order.tol
 
     def _rank(self, ev: Event) -> int | None:
@@ -155,20 +172,6 @@ class Survival:
 
     def _rank_of(self, p: Progress) -> int | None:
         return p.rank if p.rank is not None else (p.task if not self.ctx.ranks.torchrun else None)
-
-    def _floor(self, p: Progress) -> datetime | None:
-        """An unstamped progress line comes after the latest stamp of its file's events before it."""
-        if p.source not in self._clocks:
-            stamped = sorted((e.offset, e.time) for e in self.ctx.events if e.source == p.source and e.time)
-            offsets: list[int] = []
-            latest: list[datetime] = []
-            for offset, time in stamped:
-                offsets.append(offset)
-                latest.append(max(time, latest[-1]) if latest else time)
-            self._clocks[p.source] = (offsets, latest)
-        offsets, latest = self._clocks[p.source]
-        at = bisect_left(offsets, p.offset)
-        return latest[at - 1] if at else None
 
 
 @dataclass

@@ -49,7 +49,9 @@ class WorkerBounds:
     these, which only a parser gone wrong, or input built to make it go wrong, reaches."""
 
     memory_mb: int = 1024  # address space past the image the worker was forked with (malloc arenas, a thread stack)
-    block_cpu_s: int = 10  # CPU seconds one block may take
+    # CPU seconds one block may take: rows parse in milliseconds, but a block of 300 distinct
+    # 99,999-node lists costs ~10 s to expand (tests/test_hostile_scale.py): room for a cluster that size
+    block_cpu_s: int = 120
 
 
 WORKER_BOUNDS = WorkerBounds()
