@@ -188,3 +188,23 @@ def test_an_exclusive_job_and_one_pyslurm_knows_nothing_of() -> None:
     unknown = SlurmPyslurm(fake_pyslurm(live=live_job(resource_sharing=None, ntasks=None), stored={}), BUDGET_S)
     record = unknown.job("7")
     assert (record.ntasks, record.oversubscribe, nodes_shared(record.oversubscribe)) == (0, "", None)
+
+
+def test_pyslurms_epochs_are_written_in_the_systems_zone_not_this_processs(monkeypatch) -> None:
+    """The CLI prints naive times in the system's zone (its tools run without TZ); the pyslurm
+    backend writes its epochs the same way, whatever TZ this process has, so the kernel window
+    (collect/node_part.job_window, which reads them in the system's zone) is never shifted."""
+    from datetime import datetime
+
+    from slurm_hooks.core.times import system_zone
+    from slurm_hooks.slurm.pyslurm_backend import _stamp
+
+    epoch = 1_764_212_400
+    want = datetime.fromtimestamp(epoch, system_zone()[1]).strftime("%Y-%m-%dT%H:%M:%S")
+    for zone in ("Asia/Tokyo", "America/Los_Angeles"):
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        assert _stamp(epoch) == want
+    monkeypatch.delenv("TZ")
+    time.tzset()
+    assert _stamp(None) == _stamp(0) == "Unknown"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from types import ModuleType
 
+from slurm_hooks.core.times import system_zone
 from slurm_hooks.slurm.bounded import call_forked
 from slurm_hooks.slurm.cli_backend import NOT_RUNNING, SlurmCli
 from slurm_hooks.slurm.client import (
@@ -37,8 +38,11 @@ from slurm_hooks.slurm.client import (
 
 
 def _stamp(epoch: int | None) -> str:
-    """Slurm's own text form: naive local time, 'Unknown' when unset (what scontrol and sacct print)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(epoch)) if epoch else "Unknown"
+    """Slurm's own text form: naive time in the system's zone, 'Unknown' when unset (what scontrol
+    and sacct print, run without TZ: proc.TOOL_ENV). Not this process's zone: a TZ that differs
+    from /etc/localtime would shift the kernel window by the difference (node_part.job_window
+    reads these times in the system's zone)."""
+    return datetime.fromtimestamp(epoch, system_zone()[1]).strftime("%Y-%m-%dT%H:%M:%S") if epoch else "Unknown"
 
 
 def _exit(code: int | None, signal: int | None) -> str:
