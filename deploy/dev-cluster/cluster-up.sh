@@ -164,6 +164,13 @@ if ! alive /run/slurmctld.pid && [ "${SLURM_HOOKS_DEV_KEEP_STATE:-}" != 1 ]; the
   CLEAN=1; say "clean start: StateSaveLocation, slurm_acct_db, the hooks' spool, state and log (kept as .1)"
   find /var/lib/slurm/slurmctld /var/spool/slurm-hooks -mindepth 1 -delete
   rm -rf /run/slurm-hooks /home/alice/jobs   # job ids start again at 1: nothing may hold an old one
+  # ... nor an earlier run's namespace directory (a lane stopped mid-job leaves `<node>/<id>/.ns` with
+  # its bind mounts): namespace/linux then fails that id's launch ("failed to remove 2 files from ...")
+  if [ -d "$NSBASE" ]; then
+    awk -v base="$NSBASE/" 'index($2, base) == 1 {print $2}' /proc/self/mounts | sort -r |
+      while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    find "$NSBASE" -mindepth 2 -maxdepth 2 -exec rm -rf {} + 2>/dev/null || true
+  fi
   mv -f /var/log/slurm-hooks.log /var/log/slurm-hooks.log.1   # the tests read the hook log by job id
   install -m 0644 -o slurm /dev/null /var/log/slurm-hooks.log
 else
