@@ -22,6 +22,7 @@ from slurm_hooks.diagnose import diagnose
 from tests.conftest import write_bundle
 from tests.test_redteam import _run_bounded_python
 from tests.test_report_hostile import report, row
+from tests.test_verdict_witness import JOB  # the two-node job of the witness tests
 
 # What this red team measured when it wrote these attacks: the tree, and the attacks that broke a promise there
 # (02 broke for three of its four progress forms). Those still broken in the working tree this file was
@@ -29,16 +30,6 @@ from tests.test_report_hostile import report, row
 # (diagnose/survived.py, confidence.py, runs.py) while it was written, and carry a comment instead.
 BROKE_AT_WRITING = {"commit": "8653d35", "broke": ["01", "02", "16", "18", "19", "20", "21", "22", "24", "25", "26"]}
 
-JOB = {
-    "job_id": "42",
-    "state": "FAILED",
-    "exit_code": "1:0",
-    "derived_exit_code": "1:0",
-    "start_time": "2026-01-05T10:00:00+00:00",
-    "end_time": "2026-01-05T11:00:00+00:00",
-    "nodes": ["n1", "n2"],
-    "batch_host": "n1",
-}
 FACTS = [
     {"node": n, "driver_version": "580.95.05", "cdmm": "off", "gpu_model": "NVIDIA GB200", "gpu_count": 4}
     for n in ("n1", "n2")
